@@ -1,0 +1,98 @@
+#include "common/optimizer_options.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace hetps {
+namespace {
+
+Status OutOfRange(const char* field, double value, const char* range) {
+  std::ostringstream out;
+  out << "optimizer." << field << ": " << value << " is out of range; allowed: " << range;
+  return Status::InvalidArgument(out.str());
+}
+
+}  // namespace
+
+OptimizerOptions DefaultOptimizerOptions(OptimizerOptions::Kind kind) {
+  OptimizerOptions options;
+  options.kind = kind;
+  switch (kind) {
+    case OptimizerOptions::Kind::kSgd:
+      options.lr = 0.01;
+      break;
+    case OptimizerOptions::Kind::kAdam:
+      options.lr = 1e-3;
+      break;
+    case OptimizerOptions::Kind::kAdamW:
+      options.lr = 1e-3;
+      options.weight_decay = 1e-2;
+      break;
+    case OptimizerOptions::Kind::kAdagrad:
+      options.lr = 1e-2;
+      options.eps = 1e-10;
+      break;
+  }
+  return options;
+}
+
+const char* OptimizerKindName(OptimizerOptions::Kind kind) {
+  switch (kind) {
+    case OptimizerOptions::Kind::kSgd: return "sgd";
+    case OptimizerOptions::Kind::kAdam: return "adam";
+    case OptimizerOptions::Kind::kAdamW: return "adamw";
+    case OptimizerOptions::Kind::kAdagrad: return "adagrad";
+  }
+  return "unknown";
+}
+
+Result<OptimizerOptions::Kind> ParseOptimizerKind(const std::string& name) {
+  for (auto kind : {OptimizerOptions::Kind::kSgd, OptimizerOptions::Kind::kAdam,
+                    OptimizerOptions::Kind::kAdamW, OptimizerOptions::Kind::kAdagrad}) {
+    if (name == OptimizerKindName(kind)) return kind;
+  }
+  return Status::InvalidArgument("optimizer.name: '" + name +
+                                 "' is not an optimizer; allowed: sgd, adam, adamw, adagrad");
+}
+
+Status ValidateOptimizerOptions(const OptimizerOptions& o) {
+  auto finite = [](double v) { return std::isfinite(v); };
+  if (!finite(o.lr) || o.lr <= 0) return OutOfRange("lr", o.lr, "> 0");
+  if (!finite(o.weight_decay) || o.weight_decay < 0) {
+    return OutOfRange("weight_decay", o.weight_decay, ">= 0");
+  }
+  switch (o.kind) {
+    case OptimizerOptions::Kind::kSgd:
+      if (!finite(o.momentum) || o.momentum < 0 || o.momentum >= 1) {
+        return OutOfRange("momentum", o.momentum, "[0, 1)");
+      }
+      if (!finite(o.dampening) || o.dampening < 0 || o.dampening > 1) {
+        return OutOfRange("dampening", o.dampening, "[0, 1]");
+      }
+      if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
+        return Status::InvalidArgument(
+            "optimizer.nesterov: true needs momentum > 0 and dampening 0 (as in torch.optim.SGD)");
+      }
+      break;
+    case OptimizerOptions::Kind::kAdam:
+    case OptimizerOptions::Kind::kAdamW:
+      if (!finite(o.beta1) || o.beta1 < 0 || o.beta1 >= 1) {
+        return OutOfRange("beta1", o.beta1, "[0, 1)");
+      }
+      if (!finite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1) {
+        return OutOfRange("beta2", o.beta2, "[0, 1)");
+      }
+      if (!finite(o.eps) || o.eps < 0) return OutOfRange("eps", o.eps, ">= 0");
+      break;
+    case OptimizerOptions::Kind::kAdagrad:
+      if (!finite(o.lr_decay) || o.lr_decay < 0) return OutOfRange("lr_decay", o.lr_decay, ">= 0");
+      if (!finite(o.initial_accumulator_value) || o.initial_accumulator_value < 0) {
+        return OutOfRange("initial_accumulator_value", o.initial_accumulator_value, ">= 0");
+      }
+      if (!finite(o.eps) || o.eps < 0) return OutOfRange("eps", o.eps, ">= 0");
+      break;
+  }
+  return Status::Ok();
+}
+
+}  // namespace hetps
