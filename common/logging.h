@@ -42,7 +42,8 @@ class LogLine {
 #define HETPS_LOG_LEVEL_WARNING ::hetps::LogLevel::kWarning
 #define HETPS_LOG_LEVEL_ERROR ::hetps::LogLevel::kError
 
-#define HETPS_LOG(level)                                               \
-  if (HETPS_LOG_LEVEL_##level < ::hetps::GetLogLevel()) {              \
-  } else                                                               \
-    ::hetps::internal::LogLine(HETPS_LOG_LEVEL_##level).stream()
+// A one-shot loop rather than if/else, so `if (x) HETPS_LOG(INFO) << y; else ...` stays correct.
+#define HETPS_LOG(level)                                                                 \
+  for (bool hetps_log_on_ = HETPS_LOG_LEVEL_##level >= ::hetps::GetLogLevel(); hetps_log_on_; \
+       hetps_log_on_ = false)                                                            \
+  ::hetps::internal::LogLine(HETPS_LOG_LEVEL_##level).stream()

@@ -1,1 +1,388 @@
-// placeholder
+// Tests ps/optimizer.cc against LibTorch's torch::optim, which defines the numerics we promise.
+
+// LibTorch before Catch2: LibTorch brings in glog, whose CHECK must not replace Catch2's.
+// clang-format off
+#include <torch/torch.h>
+#include <catch2/catch.hpp>
+// clang-format on
+
+#include "ps/optimizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <iomanip>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/optimizer_options.h"
+
+namespace hetps {
+namespace {
+
+using Kind = OptimizerOptions::Kind;
+
+// Per element |ours - torch| <= kTolerance * max(1, |torch|).
+constexpr double kTolerance = 1e-6;
+constexpr int kSteps = 6;
+// 1 exercises the scalar tail only; 1003 the vector body plus a tail of 3.
+const std::vector<size_t> kSizes = {1, 1003};
+
+std::unique_ptr<torch::optim::Optimizer> MakeTorchOptimizer(const OptimizerOptions& o,
+                                                            const torch::Tensor& param) {
+  std::vector<torch::Tensor> params = {param};
+  switch (o.kind) {
+    case Kind::kSgd:
+      return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(o.lr)
+                                                             .momentum(o.momentum)
+                                                             .dampening(o.dampening)
+                                                             .nesterov(o.nesterov)
+                                                             .weight_decay(o.weight_decay));
+    case Kind::kAdam:
+      return std::make_unique<torch::optim::Adam>(params,
+                                                  torch::optim::AdamOptions(o.lr)
+                                                      .betas(std::make_tuple(o.beta1, o.beta2))
+                                                      .eps(o.eps)
+                                                      .weight_decay(o.weight_decay)
+                                                      .amsgrad(o.amsgrad));
+    case Kind::kAdamW:
+      return std::make_unique<torch::optim::AdamW>(params,
+                                                   torch::optim::AdamWOptions(o.lr)
+                                                       .betas(std::make_tuple(o.beta1, o.beta2))
+                                                       .eps(o.eps)
+                                                       .weight_decay(o.weight_decay)
+                                                       .amsgrad(o.amsgrad));
+    case Kind::kAdagrad:
+      return std::make_unique<torch::optim::Adagrad>(
+          params, torch::optim::AdagradOptions(o.lr)
+                      .lr_decay(o.lr_decay)
+                      .weight_decay(o.weight_decay)
+                      .initial_accumulator_value(o.initial_accumulator_value)
+                      .eps(o.eps));
+  }
+  return nullptr;
+}
+
+std::vector<float> ToVector(const torch::Tensor& t) {
+  torch::Tensor c = t.detach().contiguous();
+  return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+}
+
+torch::Tensor ToTensor(const std::vector<float>& v) {
+  return torch::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())},
+                          torch::kFloat32)
+      .clone();
+}
+
+struct Mismatch {
+  double relative_error = 0;
+  size_t index = 0;
+  float ours = 0;
+  float theirs = 0;
+};
+
+Mismatch WorstMismatch(const std::vector<float>& ours, const std::vector<float>& theirs) {
+  Mismatch worst;
+  for (size_t i = 0; i < ours.size(); ++i) {
+    const double diff = std::abs(static_cast<double>(ours[i]) - theirs[i]);
+    const double error = diff / std::max(1.0, std::abs(static_cast<double>(theirs[i])));
+    if (!(error <= worst.relative_error)) worst = {error, i, ours[i], theirs[i]};
+  }
+  return worst;
+}
+
+// Runs kSteps steps of ours and of torch::optim on the same random weights and a fresh random
+// gradient per step. Ours gets (grad, grad_scales[t]) and lr_scales[t]; torch gets the gradient
+// grad_scales[t] * grad and the learning rate lr * lr_scales[t]. Checks the weights after every
+// step.
+void CheckAgainstTorch(const OptimizerOptions& options, size_t n,
+                       const std::vector<float>& grad_scales, const std::vector<float>& lr_scales) {
+  auto created = Optimizer::Create(options);
+  CATCH_REQUIRE(created.ok());
+  const Optimizer& ours = **created;
+
+  torch::manual_seed(static_cast<uint64_t>(n) * 7919 + static_cast<uint64_t>(options.kind));
+  std::vector<float> weights = ToVector(torch::randn({static_cast<int64_t>(n)}));
+  std::vector<float> state(static_cast<size_t>(ours.state_slots()) * n);
+  ours.InitState(state.data(), n);
+
+  torch::Tensor param = ToTensor(weights).requires_grad_(true);
+  std::unique_ptr<torch::optim::Optimizer> theirs = MakeTorchOptimizer(options, param);
+
+  for (int step = 1; step <= kSteps; ++step) {
+    const float grad_scale = grad_scales[static_cast<size_t>(step - 1) % grad_scales.size()];
+    const float lr_scale = lr_scales[static_cast<size_t>(step - 1) % lr_scales.size()];
+    std::vector<float> grad = ToVector(torch::randn({static_cast<int64_t>(n)}));
+    std::vector<float> scaled_grad(n);
+    for (size_t i = 0; i < n; ++i) scaled_grad[i] = grad_scale * grad[i];
+
+    ours.Apply(weights.data(), grad.data(), grad_scale, state.data(), n, step, lr_scale);
+
+    param.mutable_grad() = ToTensor(scaled_grad);
+    theirs->param_groups()[0].options().set_lr(options.lr * static_cast<double>(lr_scale));
+    theirs->step();
+
+    const Mismatch worst = WorstMismatch(weights, ToVector(param));
+    CATCH_INFO(std::setprecision(9)
+               << OptimizerKindName(options.kind) << " n=" << n << " step " << step
+               << ": worst element " << worst.index << " ours " << worst.ours << " torch "
+               << worst.theirs << " relative error " << worst.relative_error);
+    CATCH_CHECK(worst.relative_error <= kTolerance);
+  }
+}
+
+void CheckAgainstTorch(const OptimizerOptions& options, size_t n) {
+  CheckAgainstTorch(options, n, {1.0f}, {1.0f});
+}
+
+// Checks every named option set at every size.
+void CheckAllAgainstTorch(const std::vector<std::pair<std::string, OptimizerOptions>>& cases) {
+  for (const auto& [name, options] : cases) {
+    for (size_t n : kSizes) {
+      CATCH_INFO("case " << name);
+      CheckAgainstTorch(options, n);
+    }
+  }
+}
+
+OptimizerOptions Options(Kind kind) { return DefaultOptimizerOptions(kind); }
+
+CATCH_TEST_CASE("SGD matches torch::optim::SGD over several steps", "[ps][optimizer]") {
+  std::vector<std::pair<std::string, OptimizerOptions>> cases;
+  OptimizerOptions o = Options(Kind::kSgd);
+  o.lr = 0.1;
+  cases.emplace_back("plain", o);
+  o.momentum = 0.9;
+  cases.emplace_back("momentum", o);
+  o.dampening = 0.3;
+  cases.emplace_back("momentum and dampening", o);
+  o.dampening = 0;
+  o.nesterov = true;
+  cases.emplace_back("nesterov", o);
+  o = Options(Kind::kSgd);
+  o.lr = 0.05;
+  o.weight_decay = 0.01;
+  cases.emplace_back("weight decay", o);
+  o.momentum = 0.5;
+  o.dampening = 0.1;
+  cases.emplace_back("weight decay, momentum and dampening", o);
+  o.dampening = 0;
+  o.nesterov = true;
+  cases.emplace_back("weight decay and nesterov", o);
+  CheckAllAgainstTorch(cases);
+}
+
+CATCH_TEST_CASE("Adam matches torch::optim::Adam over several steps", "[ps][optimizer]") {
+  std::vector<std::pair<std::string, OptimizerOptions>> cases;
+  OptimizerOptions o = Options(Kind::kAdam);
+  o.lr = 0.01;
+  cases.emplace_back("defaults", o);
+  o.weight_decay = 0.05;
+  cases.emplace_back("weight decay", o);
+  o.amsgrad = true;
+  cases.emplace_back("weight decay and amsgrad", o);
+  o.weight_decay = 0;
+  cases.emplace_back("amsgrad", o);
+  o = Options(Kind::kAdam);
+  o.beta1 = 0.5;
+  o.beta2 = 0.9;
+  o.eps = 1e-3;
+  cases.emplace_back("other betas and eps", o);
+  CheckAllAgainstTorch(cases);
+}
+
+CATCH_TEST_CASE("AdamW matches torch::optim::AdamW over several steps", "[ps][optimizer]") {
+  std::vector<std::pair<std::string, OptimizerOptions>> cases;
+  OptimizerOptions o = Options(Kind::kAdamW);
+  cases.emplace_back("defaults", o);
+  o.lr = 0.05;
+  o.weight_decay = 0.5;
+  cases.emplace_back("strong weight decay", o);
+  o.amsgrad = true;
+  cases.emplace_back("weight decay and amsgrad", o);
+  o.weight_decay = 0;
+  cases.emplace_back("amsgrad without weight decay", o);
+  CheckAllAgainstTorch(cases);
+}
+
+CATCH_TEST_CASE("Adagrad matches torch::optim::Adagrad over several steps", "[ps][optimizer]") {
+  std::vector<std::pair<std::string, OptimizerOptions>> cases;
+  OptimizerOptions o = Options(Kind::kAdagrad);
+  o.lr = 0.1;
+  cases.emplace_back("defaults", o);
+  o.lr_decay = 0.2;
+  cases.emplace_back("lr decay", o);
+  o.weight_decay = 0.05;
+  cases.emplace_back("lr decay and weight decay", o);
+  o.initial_accumulator_value = 0.5;
+  cases.emplace_back("lr decay, weight decay and initial accumulator", o);
+  o = Options(Kind::kAdagrad);
+  o.initial_accumulator_value = 2.0;
+  o.eps = 1e-6;
+  cases.emplace_back("initial accumulator and eps", o);
+  CheckAllAgainstTorch(cases);
+}
+
+// One option set per kind that exercises the most state.
+std::vector<OptimizerOptions> RichOptionsOfEveryKind() {
+  OptimizerOptions sgd = Options(Kind::kSgd);
+  sgd.lr = 0.1;
+  sgd.momentum = 0.9;
+  sgd.dampening = 0.2;
+  sgd.weight_decay = 0.01;
+  OptimizerOptions nesterov = sgd;
+  nesterov.dampening = 0;
+  nesterov.nesterov = true;
+  OptimizerOptions adam = Options(Kind::kAdam);
+  adam.lr = 0.01;
+  adam.weight_decay = 0.05;
+  adam.amsgrad = true;
+  OptimizerOptions adamw = Options(Kind::kAdamW);
+  adamw.lr = 0.01;
+  adamw.weight_decay = 0.3;
+  OptimizerOptions adagrad = Options(Kind::kAdagrad);
+  adagrad.lr = 0.1;
+  adagrad.lr_decay = 0.1;
+  adagrad.weight_decay = 0.05;
+  adagrad.initial_accumulator_value = 0.1;
+  return {sgd, nesterov, adam, adamw, adagrad};
+}
+
+CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s * g",
+                "[ps][optimizer]") {
+  // Fixed and per-step scales, including ones whose product with g is not exact.
+  const std::vector<std::vector<float>> scale_sets = {{0.25f}, {3.0f}, {0.37f, 1.9f, 0.01f}};
+  for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
+    for (const auto& grad_scales : scale_sets) {
+      for (size_t n : kSizes) CheckAgainstTorch(options, n, grad_scales, {1.0f});
+    }
+  }
+}
+
+CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k",
+                "[ps][optimizer]") {
+  // A fixed scale, and a per-step one as a staleness-aware learning rate would give.
+  const std::vector<std::vector<float>> scale_sets = {{0.5f}, {1.0f, 0.5f, 0.333f, 0.25f, 2.0f}};
+  for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
+    for (const auto& lr_scales : scale_sets) {
+      for (size_t n : kSizes) CheckAgainstTorch(options, n, {1.0f}, lr_scales);
+    }
+  }
+}
+
+CATCH_TEST_CASE("Apply with both scales equals torch::optim on s * g with lr * k",
+                "[ps][optimizer]") {
+  for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
+    for (size_t n : kSizes) CheckAgainstTorch(options, n, {0.5f, 2.0f}, {0.8f, 0.3f, 1.0f});
+  }
+}
+
+// Expects Create to refuse `options` with a message that names `field`.
+void CheckRefused(const OptimizerOptions& options, const std::string& field) {
+  auto created = Optimizer::Create(options);
+  CATCH_INFO("expected a complaint about " << field);
+  CATCH_REQUIRE_FALSE(created.ok());
+  CATCH_CHECK(created.status().code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(created.status().message().find(field) != std::string::npos);
+}
+
+CATCH_TEST_CASE("Create refuses invalid options with a message naming the field",
+                "[ps][optimizer]") {
+  OptimizerOptions o = Options(Kind::kSgd);
+  o.nesterov = true;
+  CheckRefused(o, "optimizer.nesterov");
+  o.momentum = 0.9;
+  o.dampening = 0.5;
+  CheckRefused(o, "optimizer.nesterov");
+
+  o = Options(Kind::kSgd);
+  o.lr = -0.1;
+  CheckRefused(o, "optimizer.lr");
+  o.lr = 0;
+  CheckRefused(o, "optimizer.lr");
+  o.lr = std::nan("");
+  CheckRefused(o, "optimizer.lr");
+
+  o = Options(Kind::kSgd);
+  o.momentum = 1.0;
+  CheckRefused(o, "optimizer.momentum");
+
+  o = Options(Kind::kAdam);
+  o.beta1 = 1.0;
+  CheckRefused(o, "optimizer.beta1");
+  o = Options(Kind::kAdamW);
+  o.beta2 = -0.5;
+  CheckRefused(o, "optimizer.beta2");
+  o.beta2 = 0.999;
+  o.weight_decay = -1;
+  CheckRefused(o, "optimizer.weight_decay");
+
+  o = Options(Kind::kAdagrad);
+  o.lr_decay = -0.1;
+  CheckRefused(o, "optimizer.lr_decay");
+  o.lr_decay = 0;
+  o.initial_accumulator_value = -1;
+  CheckRefused(o, "optimizer.initial_accumulator_value");
+  o.initial_accumulator_value = 0;
+  o.eps = -1e-10;
+  CheckRefused(o, "optimizer.eps");
+}
+
+CATCH_TEST_CASE("Create keeps the options it was given", "[ps][optimizer]") {
+  OptimizerOptions o = Options(Kind::kAdamW);
+  o.lr = 0.123;
+  auto created = Optimizer::Create(o);
+  CATCH_REQUIRE(created.ok());
+  CATCH_CHECK((*created)->options().kind == Kind::kAdamW);
+  CATCH_CHECK((*created)->options().lr == 0.123);
+  CATCH_CHECK((*created)->options().weight_decay == 0.01);
+}
+
+int StateSlots(const OptimizerOptions& options) {
+  auto created = Optimizer::Create(options);
+  CATCH_REQUIRE(created.ok());
+  return (*created)->state_slots();
+}
+
+CATCH_TEST_CASE("state_slots counts the floats of state each optimizer keeps per element",
+                "[ps][optimizer]") {
+  OptimizerOptions o = Options(Kind::kSgd);
+  CATCH_CHECK(StateSlots(o) == 0);
+  o.weight_decay = 0.1;
+  o.dampening = 0.5;
+  CATCH_CHECK(StateSlots(o) == 0);
+  o.momentum = 0.9;
+  CATCH_CHECK(StateSlots(o) == 1);
+
+  for (Kind kind : {Kind::kAdam, Kind::kAdamW}) {
+    o = Options(kind);
+    CATCH_CHECK(StateSlots(o) == 2);
+    o.amsgrad = true;
+    CATCH_CHECK(StateSlots(o) == 3);
+  }
+
+  o = Options(Kind::kAdagrad);
+  CATCH_CHECK(StateSlots(o) == 1);
+}
+
+CATCH_TEST_CASE("InitState writes zeros, and Adagrad's initial accumulator value",
+                "[ps][optimizer]") {
+  constexpr size_t kElements = 37;
+  for (OptimizerOptions options : RichOptionsOfEveryKind()) {
+    options.initial_accumulator_value = options.kind == Kind::kAdagrad ? 0.75 : 0.0;
+    auto created = Optimizer::Create(options);
+    CATCH_REQUIRE(created.ok());
+    const size_t floats = static_cast<size_t>((*created)->state_slots()) * kElements;
+    // One sentinel past the end checks that InitState writes exactly slots * n floats.
+    std::vector<float> state(floats + 1, -7.0f);
+    (*created)->InitState(state.data(), kElements);
+    const float expected = static_cast<float>(options.initial_accumulator_value);
+    for (size_t i = 0; i < floats; ++i) CATCH_REQUIRE(state[i] == expected);
+    CATCH_CHECK(state[floats] == -7.0f);
+  }
+}
+
+}  // namespace
+}  // namespace hetps

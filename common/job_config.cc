@@ -1,0 +1,278 @@
+#include "common/job_config.h"
+
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+namespace hetps {
+namespace {
+
+// Where a value sits in the job file, for error messages: "job.yaml:7: epochs".
+std::string Where(const std::string& source, const YAML::Node& node, const std::string& key) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line >= 0) return source + ":" + std::to_string(mark.line + 1) + ": " + key;
+  return source + ": " + key;
+}
+
+std::string Scalar(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : "<not a scalar>"; }
+
+template <typename T>
+Status ReadInteger(const YAML::Node& node, const std::string& where, T min, T max, T* out) {
+  const std::string text = Scalar(node);
+  long double value = 0;
+  // Parse as long double first so "1e6" works and so values beyond the type's range are caught.
+  try {
+    size_t used = 0;
+    value = std::stold(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a number");
+  }
+  if (value != static_cast<long double>(static_cast<long long>(value))) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a whole number");
+  }
+  if (value < static_cast<long double>(min) || value > static_cast<long double>(max)) {
+    return Status::InvalidArgument(where + ": " + text + " is out of range; allowed " +
+                                   std::to_string(min) + ".." + std::to_string(max));
+  }
+  *out = static_cast<T>(value);
+  return Status::Ok();
+}
+
+Status ReadDouble(const YAML::Node& node, const std::string& where, double* out) {
+  const std::string text = Scalar(node);
+  try {
+    size_t used = 0;
+    *out = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a number");
+  }
+  return Status::Ok();
+}
+
+Status ReadBool(const YAML::Node& node, const std::string& where, bool* out) {
+  const std::string text = Scalar(node);
+  if (text == "true" || text == "yes" || text == "on") *out = true;
+  else if (text == "false" || text == "no" || text == "off") *out = false;
+  else return Status::InvalidArgument(where + ": '" + text + "' is not true or false");
+  return Status::Ok();
+}
+
+Status ReadString(const YAML::Node& node, const std::string& where, std::string* out) {
+  if (!node.IsScalar()) return Status::InvalidArgument(where + ": expected a string");
+  *out = node.Scalar();
+  return Status::Ok();
+}
+
+Status ReadChoice(const YAML::Node& node, const std::string& where,
+                  const std::vector<std::string>& choices, std::string* out) {
+  HETPS_RETURN_IF_ERROR(ReadString(node, where, out));
+  for (const std::string& c : choices) {
+    if (*out == c) return Status::Ok();
+  }
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return Status::InvalidArgument(where + ": '" + *out + "' is not allowed; choose one of: " + list);
+}
+
+using FieldReader = std::function<Status(const YAML::Node&, const std::string& where)>;
+
+struct Field {
+  const char* key;
+  FieldReader read;
+};
+
+Status UnknownKey(const std::string& where, const std::vector<Field>& fields) {
+  std::string list;
+  for (const Field& f : fields) list += (list.empty() ? "" : ", ") + std::string(f.key);
+  return Status::InvalidArgument(where + ": unknown key; known keys: " + list);
+}
+
+Status ReadMap(const YAML::Node& map, const std::string& source, const std::string& prefix,
+               const std::vector<Field>& fields) {
+  if (!map.IsMap()) return Status::InvalidArgument(Where(source, map, prefix) + ": expected a map");
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const std::string where = Where(source, entry.first, prefix + key);
+    const Field* field = nullptr;
+    for (const Field& f : fields) {
+      if (key == f.key) field = &f;
+    }
+    if (field == nullptr) return UnknownKey(where, fields);
+    HETPS_RETURN_IF_ERROR(field->read(entry.second, where));
+  }
+  return Status::Ok();
+}
+
+Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out) {
+  if (!node.IsMap()) {
+    return Status::InvalidArgument(Where(source, node, "optimizer") + ": expected a map");
+  }
+  // The name decides the defaults of every other field, so it is read first.
+  OptimizerOptions options = *out;
+  if (node["name"]) {
+    std::string name;
+    HETPS_RETURN_IF_ERROR(ReadString(node["name"], Where(source, node["name"], "optimizer.name"), &name));
+    auto kind = ParseOptimizerKind(name);
+    if (!kind.ok()) {
+      return kind.status().WithContext(source + ":" + std::to_string(node["name"].Mark().line + 1));
+    }
+    options = DefaultOptimizerOptions(*kind);
+  }
+  auto number = [](double* field) {
+    return [field](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, field); };
+  };
+  auto flag = [](bool* field) {
+    return [field](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, field); };
+  };
+  const std::vector<Field> fields = {
+      {"name", [](const YAML::Node&, const std::string&) { return Status::Ok(); }},
+      {"lr", number(&options.lr)},
+      {"momentum", number(&options.momentum)},
+      {"dampening", number(&options.dampening)},
+      {"nesterov", flag(&options.nesterov)},
+      {"weight_decay", number(&options.weight_decay)},
+      {"beta1", number(&options.beta1)},
+      {"beta2", number(&options.beta2)},
+      {"eps", number(&options.eps)},
+      {"amsgrad", flag(&options.amsgrad)},
+      {"lr_decay", number(&options.lr_decay)},
+      {"initial_accumulator_value", number(&options.initial_accumulator_value)},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "optimizer.", fields));
+  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(options).WithContext(source));
+  *out = options;
+  return Status::Ok();
+}
+
+std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
+  auto u32 = [](uint32_t* field, uint32_t min, uint32_t max) {
+    return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
+  };
+  auto u64 = [](uint64_t* field, uint64_t min, uint64_t max) {
+    return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
+  };
+  const uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
+  return {
+      {"model", [o](const YAML::Node& n, const std::string& w) {
+         return ReadChoice(n, w, {"mlp", "cnn"}, &o->model);
+       }},
+      {"dataset", [o](const YAML::Node& n, const std::string& w) {
+         return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset);
+       }},
+      {"mode", [o](const YAML::Node& n, const std::string& w) {
+         std::string name;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async"}, &name));
+         o->mode = *ParseMode(name);
+         return Status::Ok();
+       }},
+      {"epochs", u32(&o->epochs, 1, 1000)},
+      {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
+      {"optimizer", [o, source](const YAML::Node& n, const std::string&) {
+         return ReadOptimizer(n, source, &o->optimizer);
+       }},
+      {"partition_bytes", u64(&o->partition_bytes, 4, uint64_t{1} << 30)},
+      {"servers", u32(&o->servers, 1, 256)},
+      {"trainers", u32(&o->trainers, 1, 1024)},
+      {"listen", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->listen); }},
+      {"summary", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->summary); }},
+      {"seed", u64(&o->seed, 0, std::numeric_limits<int64_t>::max())},
+      {"chunk_samples", u32(&o->chunk_samples, 1, 1u << 24)},
+      {"max_train_samples", u64(&o->max_train_samples, 0, uint64_t{1} << 40)},
+      {"eval_batch_size", u32(&o->eval_batch_size, 1, 1u << 20)},
+      {"heartbeat_interval_ms", u32(&o->heartbeat_interval_ms, 10, 600000)},
+      {"heartbeat_timeout_ms", u32(&o->heartbeat_timeout_ms, 100, 3600000)},
+      {"join_timeout_s", u32(&o->join_timeout_s, 1, 86400)},
+      {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxU32)},
+      {"progress_interval_ms", u32(&o->progress_interval_ms, 10, 3600000)},
+  };
+}
+
+}  // namespace
+
+const char* ModeName(ConsistencyMode mode) {
+  return mode == ConsistencyMode::kSync ? "sync" : "async";
+}
+
+Result<ConsistencyMode> ParseMode(const std::string& name) {
+  if (name == "sync") return ConsistencyMode::kSync;
+  if (name == "async") return ConsistencyMode::kAsync;
+  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async");
+}
+
+wire::Mode ToWire(ConsistencyMode mode) {
+  return mode == ConsistencyMode::kSync ? wire::Mode::Sync : wire::Mode::Async;
+}
+
+ConsistencyMode FromWire(wire::Mode mode) {
+  return mode == wire::Mode::Async ? ConsistencyMode::kAsync : ConsistencyMode::kSync;
+}
+
+std::vector<std::string> JobFileKeys() {
+  JobOptions unused;
+  std::vector<std::string> keys;
+  for (const Field& f : TopLevelFields(&unused, "")) keys.push_back(f.key);
+  return keys;
+}
+
+Result<JobOptions> ParseJobYaml(const std::string& text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(source + ": not valid YAML: " + e.what());
+  }
+  JobOptions options;
+  if (root.IsNull()) return options;  // an empty file means every default
+  try {
+    HETPS_RETURN_IF_ERROR(ReadMap(root, source, "", TopLevelFields(&options, source)));
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(source + ": " + e.what());
+  }
+  HETPS_RETURN_IF_ERROR(ValidateJobOptions(options).WithContext(source));
+  return options;
+}
+
+Result<JobOptions> LoadJobFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("cannot read job file " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseJobYaml(text.str(), path);
+}
+
+Status ValidateJobOptions(const JobOptions& o) {
+  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.optimizer));
+  if (o.global_batch_size < o.trainers) {
+    return Status::InvalidArgument("global_batch_size: " + std::to_string(o.global_batch_size) +
+                                   " is smaller than trainers (" + std::to_string(o.trainers) +
+                                   "); every trainer needs at least one sample per step");
+  }
+  if (o.heartbeat_timeout_ms < 2 * o.heartbeat_interval_ms) {
+    return Status::InvalidArgument("heartbeat_timeout_ms: " + std::to_string(o.heartbeat_timeout_ms) +
+                                   " must be at least twice heartbeat_interval_ms (" +
+                                   std::to_string(o.heartbeat_interval_ms) + ")");
+  }
+  if (DatasetTrainSamples(o.dataset) == 0) {
+    return Status::InvalidArgument("dataset: '" + o.dataset + "' is unknown; allowed: fashion-mnist");
+  }
+  if (o.model != "mlp" && o.model != "cnn") {
+    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
+  }
+  if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  return Status::Ok();
+}
+
+uint64_t DatasetTrainSamples(const std::string& dataset) {
+  return dataset == "fashion-mnist" ? 60000 : 0;
+}
+
+uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank) {
+  return global_batch / trainers + (rank < global_batch % trainers ? 1 : 0);
+}
+
+}  // namespace hetps

@@ -1,0 +1,66 @@
+// JobOptions: everything that describes one training job, read by the scheduler from a YAML job
+// file (configs/*.yaml) and flags, then handed out piece by piece to servers and trainers.
+//
+// A plain value type. LoadJobFile and ParseJobYaml reject unknown keys and out-of-range values
+// with a message naming the file, line, key, value and allowed range.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/optimizer_options.h"
+#include "common/status.h"
+#include "messages_generated.h"
+
+namespace hetps {
+
+enum class ConsistencyMode { kSync, kAsync };
+
+const char* ModeName(ConsistencyMode mode);  // "sync", "async"
+Result<ConsistencyMode> ParseMode(const std::string& name);
+wire::Mode ToWire(ConsistencyMode mode);
+ConsistencyMode FromWire(wire::Mode mode);
+
+struct JobOptions {
+  std::string model = "cnn";                  // built-in model: mlp | cnn
+  std::string dataset = "fashion-mnist";      // the only data set for now
+  ConsistencyMode mode = ConsistencyMode::kSync;
+  uint32_t epochs = 1;                        // 1..1000
+  uint32_t global_batch_size = 64;            // samples per step over all trainers; each trainer
+                                              // takes an equal share (the first ones one more)
+  OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  uint64_t partition_bytes = 4u << 20;        // largest partition: 4 MiB (BytePS's best)
+  uint32_t servers = 1;                       // servers to wait for: 1..256
+  uint32_t trainers = 1;                      // trainers to wait for: 1..1024
+  std::string listen = "tcp://127.0.0.1:7400";  // scheduler's control endpoint
+  std::string summary;                        // run summary JSON path; empty: none
+  uint64_t seed = 1;                          // model initialisation and epoch order
+  uint32_t chunk_samples = 512;               // samples per data chunk handed to a trainer
+  uint64_t max_train_samples = 0;             // train on the first N samples only; 0: all
+  uint32_t eval_batch_size = 1000;            // batch for test-set evaluation
+  uint32_t heartbeat_interval_ms = 1000;      // members send a heartbeat this often
+  uint32_t heartbeat_timeout_ms = 10000;      // a member silent this long is declared dead
+  uint32_t join_timeout_s = 300;              // give up when members are missing this long
+  uint32_t request_timeout_ms = 120000;       // a trainer gives up on a server silent this long
+  uint32_t progress_interval_ms = 1000;       // how often trainers report, and the display redraws
+};
+
+// Field names accepted at the top level of a job file, in documentation order.
+std::vector<std::string> JobFileKeys();
+
+// Parses YAML text; `source` names it in errors (usually the file path).
+Result<JobOptions> ParseJobYaml(const std::string& text, const std::string& source);
+// Reads and parses a job file; NotFound naming the path when it cannot be read.
+Result<JobOptions> LoadJobFile(const std::string& path);
+
+// Checks the relations between fields (e.g. a global batch no smaller than the trainer count).
+Status ValidateJobOptions(const JobOptions& options);
+
+// Size of the training set of `dataset` before max_train_samples; 0 for an unknown data set.
+uint64_t DatasetTrainSamples(const std::string& dataset);
+
+// The batch of trainer `rank` out of `trainers` when splitting `global_batch` evenly.
+uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank);
+
+}  // namespace hetps

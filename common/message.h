@@ -1,0 +1,78 @@
+// Message: one multipart ZeroMQ message of the hetps protocol (schemas/messages.fbs), and the
+// helpers that seal outgoing envelopes and verify incoming ones.
+//
+// A Message owns its frames; the envelope and tensor bytes are read in place from them. A Message
+// is not thread-safe; it is built and consumed by the thread that owns the socket it crosses.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <flatbuffers/flatbuffers.h>
+#include <zmq.hpp>
+
+#include "common/status.h"
+#include "messages_generated.h"
+
+namespace hetps {
+
+struct Message {
+  zmq::message_t routing_id;            // the peer, on a ROUTER socket; empty otherwise
+  zmq::message_t envelope;              // frame 0: a wire::Envelope
+  std::vector<zmq::message_t> tensors;  // frames 1..n: raw tensor bytes
+
+  // The envelope. Only valid after VerifyEnvelope(*this) returned OK.
+  const wire::Envelope& env() const { return *wire::GetEnvelope(envelope.data()); }
+  wire::Body kind() const { return env().body_type(); }
+  template <typename T>
+  const T* body() const {
+    return env().template body_as<T>();
+  }
+};
+
+// Largest envelope accepted by default; tensor bytes travel in their own frames.
+constexpr size_t kDefaultMaxEnvelopeBytes = 16u << 20;
+
+// Checks frame 0 of `message`: not empty, at most `max_bytes`, a FlatBuffers-verified Envelope
+// with a body. Protocol error with the reason otherwise; never reads outside the frame.
+Status VerifyEnvelope(const Message& message, size_t max_bytes = kDefaultMaxEnvelopeBytes);
+
+// Name of a message kind ("Push", "ShardMap", ...), for logs and errors.
+const char* KindName(wire::Body kind);
+
+// Stamps outgoing envelopes with the sender's role, rank, sequence number and membership epoch.
+// Owned by one component; not thread-safe.
+class Sender {
+ public:
+  explicit Sender(wire::Role role) : role_(role) {}
+
+  void set_rank(uint32_t rank) { rank_ = rank; }
+  uint32_t rank() const { return rank_; }
+  void set_membership_epoch(uint32_t epoch) { membership_epoch_ = epoch; }
+  wire::Role role() const { return role_; }
+
+  // Wraps `body` (built in `fbb`) in an envelope, finishes `fbb` and returns the bytes as a
+  // frame. Each call takes the next sequence number.
+  zmq::message_t Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind,
+                      flatbuffers::Offset<void> body);
+
+  // A ready Error message answering the message numbered `seq`.
+  zmq::message_t MakeError(wire::ErrorCode code, const std::string& reason, uint64_t seq);
+
+  // A message of a kind whose table has no fields (ShardReady, HeartbeatAck, Ack).
+  zmq::message_t MakeEmpty(wire::Body kind);
+
+  uint64_t last_seq() const { return seq_; }
+
+ private:
+  wire::Role role_;
+  uint32_t rank_ = 0;
+  uint32_t membership_epoch_ = 0;
+  uint64_t seq_ = 0;
+};
+
+// Describes the sender of a verified message for logs and errors: "trainer 1", "server 0".
+std::string DescribeSender(const wire::Envelope& env);
+
+}  // namespace hetps

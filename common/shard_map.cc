@@ -1,0 +1,203 @@
+#include "common/shard_map.h"
+
+#include <algorithm>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "common/dtype.h"
+
+namespace hetps {
+namespace {
+
+std::string ShapeString(const std::vector<int64_t>& shape) {
+  std::ostringstream out;
+  out << "[";
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << "]";
+  return out.str();
+}
+
+}  // namespace
+
+int64_t TensorInfo::numel() const {
+  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+}
+
+std::string TensorInfo::ToString() const {
+  return name + " " + ShapeString(shape) + " " + DTypeName(dtype);
+}
+
+Status ValidateSignature(const std::vector<TensorInfo>& tensors) {
+  if (tensors.empty()) return Status::InvalidArgument("the model has no parameters");
+  std::set<std::string> names;
+  for (const TensorInfo& t : tensors) {
+    if (t.name.empty()) return Status::InvalidArgument("a model parameter has an empty name");
+    if (!names.insert(t.name).second) {
+      return Status::InvalidArgument("parameter name '" + t.name + "' appears twice");
+    }
+    for (int64_t d : t.shape) {
+      if (d < 0) return Status::InvalidArgument("parameter " + t.ToString() + " has a negative dimension");
+    }
+    if (t.dtype != wire::DType::F32) {
+      return Status::InvalidArgument("parameter " + t.ToString() +
+                                     " is not float32; servers hold float32 parameters");
+    }
+  }
+  return Status::Ok();
+}
+
+Status CompareSignatures(const std::vector<TensorInfo>& expected,
+                         const std::vector<TensorInfo>& actual) {
+  const size_t common = std::min(expected.size(), actual.size());
+  for (size_t i = 0; i < common; ++i) {
+    const TensorInfo& e = expected[i];
+    const TensorInfo& a = actual[i];
+    if (e.name != a.name || e.shape != a.shape || e.dtype != a.dtype) {
+      return Status::FailedPrecondition("tensor #" + std::to_string(i) + " differs: expected " +
+                                        e.ToString() + ", got " + a.ToString());
+    }
+  }
+  if (expected.size() != actual.size()) {
+    const std::string first = expected.size() > actual.size()
+                                  ? "missing " + expected[common].ToString()
+                                  : "extra " + actual[common].ToString();
+    return Status::FailedPrecondition("model has " + std::to_string(actual.size()) +
+                                      " tensors, expected " + std::to_string(expected.size()) +
+                                      "; first difference: " + first);
+  }
+  return Status::Ok();
+}
+
+std::vector<TensorInfo> SignatureFromWire(
+    const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs) {
+  std::vector<TensorInfo> tensors;
+  tensors.reserve(specs.size());
+  for (const wire::TensorSpec* spec : specs) {
+    TensorInfo t;
+    t.name = spec->name()->str();
+    if (spec->shape() != nullptr) t.shape.assign(spec->shape()->begin(), spec->shape()->end());
+    t.dtype = spec->dtype();
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> SignatureToWire(
+    flatbuffers::FlatBufferBuilder& fbb, const std::vector<TensorInfo>& tensors) {
+  std::vector<flatbuffers::Offset<wire::TensorSpec>> specs;
+  specs.reserve(tensors.size());
+  for (const TensorInfo& t : tensors) {
+    specs.push_back(wire::CreateTensorSpecDirect(fbb, t.name.c_str(), &t.shape, t.dtype));
+  }
+  return fbb.CreateVector(specs);
+}
+
+Result<ShardMap> ShardMap::Build(std::vector<TensorInfo> tensors, uint32_t num_servers,
+                                 uint64_t partition_bytes) {
+  HETPS_RETURN_IF_ERROR(ValidateSignature(tensors));
+  if (num_servers == 0) return Status::InvalidArgument("servers: 0; a job needs at least one server");
+  const uint64_t elements_per_partition = partition_bytes / sizeof(float);
+  if (elements_per_partition == 0) {
+    return Status::InvalidArgument("partition_bytes: " + std::to_string(partition_bytes) +
+                                   " is smaller than one float32 element");
+  }
+  ShardMap map;
+  map.tensors_ = std::move(tensors);
+  map.num_servers_ = num_servers;
+  for (uint32_t t = 0; t < map.tensors_.size(); ++t) {
+    const uint64_t numel = static_cast<uint64_t>(map.tensors_[t].numel());
+    for (uint64_t offset = 0; offset < numel; offset += elements_per_partition) {
+      PartitionInfo p;
+      p.id = static_cast<uint32_t>(map.partitions_.size());
+      p.tensor = t;
+      p.offset = offset;
+      p.length = std::min(elements_per_partition, numel - offset);
+      map.partitions_.push_back(p);
+    }
+  }
+  // Longest-processing-time-first greedy: each server ends within one partition of the mean.
+  std::vector<uint32_t> order(map.partitions_.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return map.partitions_[a].length > map.partitions_[b].length;
+  });
+  std::vector<uint64_t> load(num_servers, 0);
+  for (uint32_t id : order) {
+    const uint32_t target = static_cast<uint32_t>(
+        std::min_element(load.begin(), load.end()) - load.begin());
+    map.partitions_[id].server = target;
+    load[target] += map.partitions_[id].length;
+  }
+  return map;
+}
+
+Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
+  ShardMap map;
+  map.tensors_ = SignatureFromWire(*wire_map.tensors());
+  if (wire_map.servers()->size() == 0) return Status::Protocol("shard map lists no servers");
+  map.num_servers_ = wire_map.servers()->size();
+  std::vector<uint64_t> covered(map.tensors_.size(), 0);
+  for (const wire::PartitionSpec* spec : *wire_map.partitions()) {
+    PartitionInfo p;
+    p.id = static_cast<uint32_t>(map.partitions_.size());
+    p.tensor = spec->tensor();
+    p.offset = spec->offset();
+    p.length = spec->length();
+    p.server = spec->server();
+    if (p.tensor >= map.tensors_.size() || p.server >= map.num_servers_ || p.length == 0) {
+      return Status::Protocol("shard map partition " + std::to_string(p.id) +
+                              " names a missing tensor or server, or is empty");
+    }
+    // Partitions of a tensor arrive in order and must tile it without gaps or overlaps.
+    if (p.offset != covered[p.tensor]) {
+      return Status::Protocol("shard map partition " + std::to_string(p.id) + " of " +
+                              map.tensors_[p.tensor].name + " starts at " +
+                              std::to_string(p.offset) + ", expected " +
+                              std::to_string(covered[p.tensor]));
+    }
+    covered[p.tensor] += p.length;
+    map.partitions_.push_back(p);
+  }
+  for (size_t t = 0; t < map.tensors_.size(); ++t) {
+    if (covered[t] != static_cast<uint64_t>(map.tensors_[t].numel())) {
+      return Status::Protocol("shard map covers " + std::to_string(covered[t]) + " of " +
+                              std::to_string(map.tensors_[t].numel()) + " elements of " +
+                              map.tensors_[t].name);
+    }
+  }
+  return map;
+}
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>>
+ShardMap::TensorsToWire(flatbuffers::FlatBufferBuilder& fbb) const {
+  return SignatureToWire(fbb, tensors_);
+}
+
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>>
+ShardMap::PartitionsToWire(flatbuffers::FlatBufferBuilder& fbb) const {
+  std::vector<flatbuffers::Offset<wire::PartitionSpec>> specs;
+  specs.reserve(partitions_.size());
+  for (const PartitionInfo& p : partitions_) {
+    specs.push_back(wire::CreatePartitionSpec(fbb, p.tensor, p.offset, p.length, p.server));
+  }
+  return fbb.CreateVector(specs);
+}
+
+std::vector<uint32_t> ShardMap::PartitionsOf(uint32_t server) const {
+  std::vector<uint32_t> ids;
+  for (const PartitionInfo& p : partitions_) {
+    if (p.server == server) ids.push_back(p.id);
+  }
+  return ids;
+}
+
+uint64_t ShardMap::BytesOf(uint32_t server) const {
+  uint64_t bytes = 0;
+  for (const PartitionInfo& p : partitions_) {
+    if (p.server == server) bytes += p.length * sizeof(float);
+  }
+  return bytes;
+}
+
+}  // namespace hetps

@@ -1,0 +1,62 @@
+// Socket helpers over cppzmq: creating configured sockets, binding to a resolved endpoint, and
+// moving whole Messages (common/message.h) in and out without copying tensor bytes.
+//
+// ZeroMQ sockets are not thread-safe: every socket here belongs to the thread that created it;
+// other threads hand work to that thread instead of touching the socket.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "common/message.h"
+#include "common/status.h"
+
+namespace hetps {
+
+struct SocketOptions {
+  int linger_ms = 2000;            // how long close() keeps unsent messages
+  int64_t max_message_bytes = -1;  // per frame; a peer sending more is disconnected (-1 = none)
+  std::string routing_id;          // DEALER: a stable id, so the peer knows us across reconnects
+  bool router_mandatory = true;    // ROUTER: sending to an unknown peer fails instead of vanishing
+  int send_timeout_ms = -1;        // blocking sends give up after this (-1 = never)
+};
+
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type,
+                         const SocketOptions& options);
+
+// Binds `socket` to `endpoint` (e.g. "tcp://127.0.0.1:*") and returns the endpoint actually
+// bound, with the chosen port. InvalidArgument naming the endpoint when it cannot be bound.
+Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
+
+// Connects `socket` to `endpoint`; InvalidArgument naming it when the address is malformed.
+// (ZeroMQ connects in the background; an unreachable peer shows up as silence, not an error.)
+Status Connect(zmq::socket_t& socket, const std::string& endpoint);
+
+// Receives one whole multipart message if one is waiting, without blocking. On a ROUTER
+// (`router` true) the first frame is the peer's routing id. A message lacking an envelope frame
+// is still returned (with an empty envelope) so the caller can refuse and count it.
+Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router);
+
+enum class SendMode { kBlock, kDontWait };
+
+// Sends `message` (its routing id first when not empty). kDontWait: Unavailable when the peer's
+// queue is full instead of blocking. Unavailable when the peer is unknown (ROUTER) or the
+// socket's send timeout expires.
+Status Send(zmq::socket_t& socket, Message message, SendMode mode = SendMode::kBlock);
+
+// A frame over `size` bytes at `data` without copying them: `owner` is kept alive until ZeroMQ
+// has finished with the frame (possibly on its I/O thread), then released.
+zmq::message_t BorrowFrame(const void* data, size_t size, std::shared_ptr<const void> owner);
+
+// A copy of a routing id frame, for addressing a reply.
+zmq::message_t CopyFrame(const zmq::message_t& frame);
+
+// Waits up to `timeout` for any of `sockets` to become readable; returns the readable flags.
+// A negative timeout waits forever.
+std::vector<bool> PollReadable(const std::vector<zmq::socket_t*>& sockets,
+                               std::chrono::milliseconds timeout);
+
+}  // namespace hetps

@@ -1,0 +1,42 @@
+// hetps-server: one parameter-server shard. Needs only the scheduler's address; the partitions it
+// holds, the optimizer and the consistency mode arrive from the scheduler.
+#include <csignal>
+
+#include "common/cli.h"
+#include "common/logging.h"
+#include "ps/server.h"
+
+int main(int argc, char** argv) {
+  hetps::ServerOptions options;
+  std::string log_level;
+  double connect_timeout_s = 60;
+  CLI::App app("hetps parameter server: holds a shard of the model's weights and applies the "
+               "optimizer to the gradients trainers push.",
+               "hetps-server");
+  app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
+      ->default_val(options.scheduler);
+  app.add_option("--bind", options.bind,
+                 "Endpoint to serve trainers on; port * picks a free port (use tcp://0.0.0.0:PORT "
+                 "to accept other machines)")
+      ->default_val(options.bind);
+  app.add_option("--advertise", options.advertise,
+                 "Endpoint trainers should dial, when it differs from --bind (NAT, several NICs)");
+  app.add_option("--max-message-bytes", options.max_message_bytes,
+                 "Largest frame accepted from a trainer; a larger one drops its connection")
+      ->default_val(options.max_message_bytes)
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  app.add_option("--connect-timeout", connect_timeout_s,
+                 "Seconds to keep trying to reach the scheduler")
+      ->default_val(connect_timeout_s)
+      ->check(CLI::Range(0.1, 86400.0));
+  hetps::AddLogLevelFlag(app, &log_level);
+  if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  hetps::ApplyLogLevel(log_level);
+  options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
+
+  zmq::context_t context(1);
+  hetps::Server server(context, options);
+  hetps::Status status = server.Run();
+  if (!status.ok()) return hetps::FatalError("hetps-server", status);
+  return 0;
+}

@@ -1,0 +1,56 @@
+// Optimizer: one training step of SGD, Adam, AdamW or Adagrad over raw float buffers.
+//
+// Each server partition owns its weights and optimizer state as flat float arrays and calls Apply
+// on them; the Optimizer holds only the hyper-parameters. It is immutable after Create, so one
+// instance may be shared, and Apply may be called concurrently on disjoint buffers.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "common/optimizer_options.h"
+#include "common/status.h"
+
+namespace hetps {
+
+class Optimizer {
+ public:
+  // Validates `options` (ValidateOptimizerOptions) and builds the optimizer of `options.kind`.
+  // InvalidArgument naming the offending field ("optimizer.<field>") otherwise.
+  static Result<std::unique_ptr<Optimizer>> Create(const OptimizerOptions& options);
+
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  const OptimizerOptions& options() const { return options_; }
+
+  // Floats of optimizer state per parameter element: SGD 0 (1 with momentum), Adam and AdamW 2
+  // (3 with amsgrad), Adagrad 1.
+  virtual int state_slots() const = 0;
+
+  // Writes the initial state of n elements into `state` (state_slots() * n floats, slot-major:
+  // slot k of element i is state[k * n + i]). Zeros, except Adagrad's sum, which starts at
+  // initial_accumulator_value. Writes nothing when state_slots() is 0 (`state` may be null).
+  virtual void InitState(float* state, size_t n) const;
+
+  // One optimizer step on n elements, in place, in one pass over weights, gradient and state.
+  // The gradient used is grad_scale * grad[i] (the caller folds the weighting of several
+  // trainers' summed gradients into grad_scale); the learning rate used is lr * lr_scale (e.g. a
+  // staleness-aware learning rate). `step` is this buffer's 1-based update count: it drives the
+  // bias corrections, the first-step initialisation of SGD's momentum buffer and Adagrad's lr
+  // decay, so it must be 1 on the first call after InitState and grow by one per call.
+  // `state` is as written by InitState; none of the buffers may overlap.
+  // The result equals torch::optim's (LibTorch 1.13) step on the same values, up to rounding.
+  virtual void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
+                     int64_t step, float lr_scale) const = 0;
+
+ protected:
+  explicit Optimizer(const OptimizerOptions& options) : options_(options) {}
+
+ private:
+  const OptimizerOptions options_;
+};
+
+}  // namespace hetps

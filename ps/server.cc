@@ -1,0 +1,261 @@
+#include "ps/server.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "common/transport.h"
+
+namespace hetps {
+namespace {
+
+// Replaces a wildcard host so the advertised endpoint is one a trainer elsewhere can dial.
+std::string Advertised(const std::string& bound) {
+  const std::string wildcard = "tcp://0.0.0.0:";
+  if (bound.rfind(wildcard, 0) != 0) return bound;
+  return "tcp://" + HostName() + ":" + bound.substr(wildcard.size());
+}
+
+}  // namespace
+
+Server::Server(zmq::context_t& context, ServerOptions options)
+    : context_(context), options_(std::move(options)) {}
+
+Server::~Server() = default;
+
+Status Server::Start() {
+  SocketOptions socket_options;
+  socket_options.max_message_bytes = options_.max_message_bytes;
+  data_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  auto bound = Bind(data_, options_.bind);
+  if (!bound.ok()) return bound.status();
+  endpoint_ = options_.advertise.empty() ? Advertised(*bound) : options_.advertise;
+  return Status::Ok();
+}
+
+Status Server::Run() {
+  if (endpoint_.empty()) HETPS_RETURN_IF_ERROR(Start());
+  ControlChannel::Options control_options;
+  control_options.scheduler = options_.scheduler;
+  control_options.connect_timeout = options_.connect_timeout;
+  control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
+  control_->set_heartbeat_builder([this](Sender& s) { return BuildHeartbeat(s, false); });
+  SetThreadLogTag("server");
+  ControlChannel::JoinInfo info;
+  info.role = wire::Role::Server;
+  info.endpoint = endpoint_;
+  auto accepted = control_->Join(info);
+  if (!accepted.ok()) return accepted.status();
+  SetThreadLogTag("server " + std::to_string(sender_.rank()));
+  HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << "; serving on " << endpoint_;
+
+  while (true) {
+    auto readable = PollReadable({&control_->socket(), &data_}, std::chrono::milliseconds(200));
+    HETPS_RETURN_IF_ERROR(control_->Service());
+    while (auto message = control_->TakeInbox()) {
+      Status status = HandleControl(std::move(*message));
+      if (!status.ok()) return status;
+      if (control_->shutdown()) {
+        HETPS_RETURN_IF_ERROR(control_->Send(BuildHeartbeat(sender_, true)));
+        const auto& notice = *control_->shutdown();
+        HETPS_LOG(INFO) << "shutting down: " << (notice.reason.empty() ? "job finished" : notice.reason);
+        return Status::Ok();
+      }
+    }
+    if (!readable[1]) continue;
+    // Drain what has arrived, but come back to the control socket regularly under heavy load.
+    for (int i = 0; i < 256; ++i) {
+      auto received = TryReceive(data_, /*router=*/true);
+      if (!received.ok()) return received.status();
+      if (!received->has_value()) break;
+      HandleData(std::move(**received));
+    }
+  }
+}
+
+Status Server::HandleControl(Message message) {
+  switch (message.kind()) {
+    case wire::Body::ShardMap:
+      return HandleShardMap(message);
+    case wire::Body::Membership: {
+      const auto* body = message.body<wire::Membership>();
+      std::vector<uint32_t> live;
+      if (body->trainers() != nullptr) live.assign(body->trainers()->begin(), body->trainers()->end());
+      HETPS_LOG(INFO) << "membership epoch " << body->membership_epoch() << ": " << live.size()
+                      << " live trainers";
+      if (shard_) {
+        shard_->SetLiveTrainers(live);
+        // Pulls from trainers that left will never be collected.
+        pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                      [&](const PendingPull& p) { return !shard_->IsLive(p.trainer); }),
+                       pending_.end());
+        AnswerReadyPulls();
+      }
+      return Status::Ok();
+    }
+    case wire::Body::Shutdown:
+      return Status::Ok();
+    case wire::Body::Error:
+      HETPS_LOG(WARNING) << "the scheduler reported: " << message.body<wire::Error>()->reason()->str();
+      return Status::Ok();
+    default:
+      HETPS_LOG(WARNING) << "ignored an unexpected " << KindName(message.kind())
+                         << " from the scheduler";
+      return Status::Ok();
+  }
+}
+
+Status Server::HandleShardMap(const Message& message) {
+  const auto* wire_map = message.body<wire::ShardMap>();
+  if (shard_) {
+    HETPS_LOG(WARNING) << "ignored a second shard map (version " << wire_map->version() << ")";
+    return Status::Ok();
+  }
+  auto map = ShardMap::FromWire(*wire_map);
+  if (!map.ok()) return map.status().WithContext("shard map from the scheduler");
+  map_ = std::make_unique<ShardMap>(std::move(*map));
+  Shard::Options shard_options;
+  shard_options.mode = FromWire(wire_map->mode());
+  const wire::OptimizerConfig* config = wire_map->optimizer();
+  if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
+  OptimizerOptions& o = shard_options.optimizer;
+  o.kind = static_cast<OptimizerOptions::Kind>(config->kind());
+  o.lr = config->lr();
+  o.momentum = config->momentum();
+  o.dampening = config->dampening();
+  o.nesterov = config->nesterov();
+  o.weight_decay = config->weight_decay();
+  o.beta1 = config->beta1();
+  o.beta2 = config->beta2();
+  o.eps = config->eps();
+  o.amsgrad = config->amsgrad();
+  o.lr_decay = config->lr_decay();
+  o.initial_accumulator_value = config->initial_accumulator_value();
+  auto shard = Shard::Create(*map_, sender_.rank(), shard_options);
+  if (!shard.ok()) return shard.status().WithContext("shard map from the scheduler");
+  shard_ = std::move(*shard);
+  std::vector<uint32_t> live;
+  if (wire_map->trainers() != nullptr) live.assign(wire_map->trainers()->begin(), wire_map->trainers()->end());
+  shard_->SetLiveTrainers(live);
+  sender_.set_membership_epoch(wire_map->membership_epoch());
+  HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of "
+                  << map_->partitions().size() << " partitions ("
+                  << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
+                  << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind);
+  return control_->Send(sender_.MakeEmpty(wire::Body::ShardReady));
+}
+
+void Server::HandleData(Message message) {
+  if (message.routing_id.size() == 0) return;  // cannot happen on a ROUTER; nothing to answer
+  Status valid = VerifyEnvelope(message);
+  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
+  const wire::Envelope& env = message.env();
+  if (env.role() != wire::Role::Trainer) {
+    return Refuse(message, wire::ErrorCode::Unexpected,
+                  std::string(KindName(message.kind())) + " from a non-trainer");
+  }
+  if (!shard_) {
+    return Refuse(message, wire::ErrorCode::Unexpected,
+                  "this server has no shard map yet; the job has not started");
+  }
+  const uint32_t trainer = env.sender();
+  switch (message.kind()) {
+    case wire::Body::InitWeights: {
+      Status status = shard_->Init(*message.body<wire::InitWeights>(), message.tensors);
+      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
+      AnswerReadyPulls();
+      return;
+    }
+    case wire::Body::Push: {
+      const auto* push = message.body<wire::Push>();
+      Status status = shard_->Push(trainer, *push, message.tensors);
+      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      if (push->pull()) {
+        PendingPull pull;
+        pull.routing_id = std::move(message.routing_id);
+        pull.trainer = trainer;
+        pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
+        pull.clock = push->clock() + 1;
+        pending_.push_back(std::move(pull));
+      } else {
+        Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
+      }
+      AnswerReadyPulls();
+      return;
+    }
+    case wire::Body::Pull: {
+      const auto* body = message.body<wire::Pull>();
+      Status status = shard_->ValidatePull(*body);
+      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      PendingPull pull;
+      pull.routing_id = std::move(message.routing_id);
+      pull.trainer = trainer;
+      pull.partitions.assign(body->partitions()->begin(), body->partitions()->end());
+      pull.clock = body->clock();
+      pull.latest = body->latest();
+      pending_.push_back(std::move(pull));
+      AnswerReadyPulls();
+      return;
+    }
+    default:
+      return Refuse(message, wire::ErrorCode::Unexpected,
+                    std::string(KindName(message.kind())) + " is not a data-plane request");
+  }
+}
+
+void Server::AnswerReadyPulls() {
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (!shard_->PullReady(it->partitions, it->clock, it->latest)) {
+      ++it;
+      continue;
+    }
+    flatbuffers::FlatBufferBuilder fbb(256 + 12 * it->partitions.size());
+    std::vector<zmq::message_t> frames;
+    auto body = shard_->BuildWeights(fbb, it->partitions, &frames);
+    Reply(std::move(it->routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
+          std::move(frames));
+    ++pulls_answered_;
+    it = pending_.erase(it);
+  }
+}
+
+void Server::Refuse(const Message& message, wire::ErrorCode code, const std::string& reason) {
+  const uint64_t count = ++bad_messages_;
+  uint64_t seq = 0;
+  std::string from = "a peer";
+  if (VerifyEnvelope(message).ok()) {
+    seq = message.env().seq();
+    from = DescribeSender(message.env());
+  }
+  // Log the first few in full, then sparsely, so a flood cannot fill the disk.
+  if (count <= 10 || (count & (count - 1)) == 0) {
+    HETPS_LOG(WARNING) << "refused a message from " << from << " (" << count
+                       << " refused so far): " << reason;
+  }
+  Reply(CopyFrame(message.routing_id), sender_.MakeError(code, reason, seq));
+}
+
+void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope,
+                   std::vector<zmq::message_t> frames) {
+  Message reply;
+  reply.routing_id = std::move(routing_id);
+  reply.envelope = std::move(envelope);
+  reply.tensors = std::move(frames);
+  Status status = Send(data_, std::move(reply), SendMode::kDontWait);
+  if (!status.ok()) HETPS_LOG(WARNING) << "reply not delivered: " << status.message();
+}
+
+zmq::message_t Server::BuildHeartbeat(Sender& sender, bool goodbye) {
+  flatbuffers::FlatBufferBuilder fbb(128);
+  const Shard::Stats stats = shard_ ? shard_->stats() : Shard::Stats{};
+  auto server_stats = wire::CreateServerStats(fbb, stats.version, stats.pushes, pulls_answered_,
+                                              bad_messages_.load(), stats.rounds);
+  if (goodbye) {
+    auto body = wire::CreateGoodbye(fbb, server_stats);
+    return sender.Seal(fbb, wire::Body::Goodbye, body.Union());
+  }
+  auto body = wire::CreateHeartbeat(fbb, server_stats);
+  return sender.Seal(fbb, wire::Body::Heartbeat, body.Union());
+}
+
+}  // namespace hetps

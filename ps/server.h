@@ -1,0 +1,81 @@
+// Server: one parameter-server process (or thread): joins the scheduler, receives its part of
+// the shard map, and serves pushes and pulls from trainers until the scheduler shuts it down.
+//
+// Run() is the loop; it owns both sockets (control DEALER to the scheduler, data ROUTER for
+// trainers) and the Shard, so everything happens on the thread that calls Run(). bad_messages()
+// may be read from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "common/control_channel.h"
+#include "common/message.h"
+#include "common/shard_map.h"
+#include "common/status.h"
+#include "ps/shard.h"
+
+namespace hetps {
+
+struct ServerOptions {
+  std::string scheduler = "tcp://127.0.0.1:7400";  // the scheduler's control endpoint
+  std::string bind = "tcp://127.0.0.1:*";          // where trainers reach this server
+  std::string advertise;                           // endpoint told to trainers; empty: the bound
+                                                   // one (with this host's name for 0.0.0.0)
+  int64_t max_message_bytes = int64_t{64} << 20;   // per frame; larger ones drop the connection
+  std::chrono::milliseconds connect_timeout{60000};  // give up joining the scheduler after this
+};
+
+class Server {
+ public:
+  Server(zmq::context_t& context, ServerOptions options);
+  ~Server();
+
+  // Binds the data socket. The endpoint trainers will use is then endpoint().
+  Status Start();
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Joins the scheduler and serves until it says Shutdown (OK) or is lost (Unavailable).
+  Status Run();
+
+  uint64_t bad_messages() const { return bad_messages_.load(); }
+
+ private:
+  struct PendingPull {
+    zmq::message_t routing_id;
+    uint32_t trainer = 0;
+    std::vector<uint32_t> partitions;
+    uint64_t clock = 0;
+    bool latest = false;
+  };
+
+  Status HandleControl(Message message);
+  void HandleData(Message message);
+  Status HandleShardMap(const Message& message);
+  // Refuses `message`: counts it and answers an Error to its sender.
+  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  void Reply(zmq::message_t routing_id, zmq::message_t envelope,
+             std::vector<zmq::message_t> frames = {});
+  void AnswerReadyPulls();
+  zmq::message_t BuildHeartbeat(Sender& sender, bool goodbye);
+
+  zmq::context_t& context_;
+  ServerOptions options_;
+  Sender sender_{wire::Role::Server};
+  zmq::socket_t data_;
+  std::string endpoint_;
+  std::unique_ptr<ControlChannel> control_;
+  std::unique_ptr<ShardMap> map_;
+  std::unique_ptr<Shard> shard_;
+  std::deque<PendingPull> pending_;
+  std::atomic<uint64_t> bad_messages_{0};
+  uint64_t pulls_answered_ = 0;
+};
+
+}  // namespace hetps

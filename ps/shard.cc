@@ -1,0 +1,254 @@
+#include "ps/shard.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "common/transport.h"
+
+namespace hetps {
+namespace {
+
+std::string PartitionName(const ShardMap& map, uint32_t id) {
+  const PartitionInfo& p = map.partitions()[id];
+  return "partition " + std::to_string(id) + " (" + map.tensors()[p.tensor].name + "[" +
+         std::to_string(p.offset) + ":" + std::to_string(p.offset + p.length) + "])";
+}
+
+}  // namespace
+
+wire::ErrorCode RefusalCode(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kProtocol: return wire::ErrorCode::Malformed;
+    case Status::Code::kNotFound: return wire::ErrorCode::UnknownPartition;
+    case Status::Code::kInvalidArgument: return wire::ErrorCode::BadLength;
+    default: return wire::ErrorCode::Unexpected;
+  }
+}
+
+Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t server_rank,
+                                             const Options& options) {
+  auto optimizer = Optimizer::Create(options.optimizer);
+  if (!optimizer.ok()) return optimizer.status();
+  return std::unique_ptr<Shard>(new Shard(map, server_rank, options, std::move(*optimizer)));
+}
+
+Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
+             std::unique_ptr<Optimizer> optimizer)
+    : map_(map), server_rank_(server_rank), options_(options), optimizer_(std::move(optimizer)) {
+  slot_of_.assign(map.partitions().size(), -1);
+  ids_ = map.PartitionsOf(server_rank);
+  slots_.resize(ids_.size());
+  for (size_t i = 0; i < ids_.size(); ++i) {
+    Slot& slot = slots_[i];
+    slot.info = &map.partitions()[ids_[i]];
+    slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
+    slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
+    if (options_.mode == ConsistencyMode::kSync) slot.sum.resize(slot.info->length);
+    slot_of_[ids_[i]] = static_cast<int32_t>(i);
+  }
+}
+
+void Shard::SetLiveTrainers(std::vector<uint32_t> ranks) {
+  std::sort(ranks.begin(), ranks.end());
+  live_trainers_ = std::move(ranks);
+  if (options_.mode != ConsistencyMode::kSync) return;
+  for (Slot& slot : slots_) CompleteRoundIfReady(slot);
+}
+
+bool Shard::IsLive(uint32_t trainer) const {
+  return std::binary_search(live_trainers_.begin(), live_trainers_.end(), trainer);
+}
+
+Result<Shard::Slot*> Shard::Find(uint32_t partition) {
+  if (partition >= slot_of_.size()) {
+    return Status::NotFound("partition " + std::to_string(partition) + " is not in the shard map (" +
+                            std::to_string(slot_of_.size()) + " partitions)");
+  }
+  if (slot_of_[partition] < 0) {
+    return Status::NotFound(PartitionName(map_, partition) + " belongs to server " +
+                            std::to_string(map_.partitions()[partition].server) + ", not " +
+                            std::to_string(server_rank_));
+  }
+  return &slots_[static_cast<size_t>(slot_of_[partition])];
+}
+
+Result<const Shard::Slot*> Shard::Find(uint32_t partition) const {
+  auto slot = const_cast<Shard*>(this)->Find(partition);
+  if (!slot.ok()) return slot.status();
+  return static_cast<const Slot*>(*slot);
+}
+
+Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
+                          const std::vector<zmq::message_t>& frames, bool allow_empty) const {
+  if (ids.size() != frames.size()) {
+    return Status::Protocol("message lists " + std::to_string(ids.size()) + " partitions but carries " +
+                            std::to_string(frames.size()) + " tensor frames");
+  }
+  std::vector<uint32_t> seen(ids.begin(), ids.end());
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
+    return Status::Protocol("message lists a partition twice");
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    auto slot = Find(ids[i]);
+    if (!slot.ok()) return slot.status();
+    const size_t expected = (*slot)->info->length * sizeof(float);
+    const size_t got = frames[i].size();
+    if (got != expected && !(allow_empty && got == 0)) {
+      return Status::InvalidArgument(PartitionName(map_, ids[i]) + " frame has " +
+                                     std::to_string(got) + " bytes, expected " +
+                                     std::to_string(expected) + " (float32)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Shard::Init(const wire::InitWeights& init, const std::vector<zmq::message_t>& frames) {
+  HETPS_RETURN_IF_ERROR(CheckFrames(*init.partitions(), frames, /*allow_empty=*/false));
+  for (size_t i = 0; i < frames.size(); ++i) {
+    Slot* slot = *Find(init.partitions()->Get(i));
+    if (slot->initialized) continue;
+    std::memcpy(slot->weights.get(), frames[i].data(), frames[i].size());
+    optimizer_->InitState(slot->state.data(), slot->info->length);
+    slot->initialized = true;
+  }
+  return Status::Ok();
+}
+
+Status Shard::Push(uint32_t trainer, const wire::Push& push,
+                   const std::vector<zmq::message_t>& frames) {
+  const bool sync = options_.mode == ConsistencyMode::kSync;
+  const bool empty = push.batch_size() == 0;
+  if (push.dtype() != wire::DType::F32) {
+    return Status::FailedPrecondition("gradients must travel as float32 in this version");
+  }
+  if (!IsLive(trainer)) {
+    return Status::FailedPrecondition("trainer " + std::to_string(trainer) +
+                                      " is not a live member of the job");
+  }
+  if (empty && !sync) {
+    return Status::FailedPrecondition("a push with batch_size 0 only makes sense in sync mode");
+  }
+  const auto& ids = *push.partitions();
+  HETPS_RETURN_IF_ERROR(CheckFrames(ids, frames, /*allow_empty=*/empty));
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const Slot* slot = *Find(ids[i]);
+    if (empty && frames[i].size() != 0) {
+      return Status::InvalidArgument("a push with batch_size 0 must carry empty frames");
+    }
+    if (!slot->initialized) {
+      return Status::FailedPrecondition(PartitionName(map_, ids[i]) +
+                                        " has no initial weights yet; push InitWeights first");
+    }
+    if (!sync) continue;
+    if (push.clock() != slot->round) {
+      return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
+                                        PartitionName(map_, ids[i]) + " is at round " +
+                                        std::to_string(slot->round));
+    }
+    if (std::find(slot->pushed.begin(), slot->pushed.end(), trainer) != slot->pushed.end()) {
+      return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " already pushed round " +
+                                        std::to_string(slot->round) + " of " +
+                                        PartitionName(map_, ids[i]));
+    }
+  }
+  ++pushes_;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Slot& slot = *Find(ids[i]).value();
+    const auto* grad = static_cast<const float*>(frames[i].data());
+    if (!sync) {
+      ApplyStep(slot, grad, 1.0f);
+      continue;
+    }
+    if (!empty) {
+      // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
+      // of the round, as one process would compute on the concatenated batch.
+      const float weight = static_cast<float>(push.batch_size());
+      float* __restrict sum = slot.sum.data();
+      const size_t n = slot.info->length;
+      if (slot.round_samples == 0) {
+        for (size_t j = 0; j < n; ++j) sum[j] = weight * grad[j];
+      } else {
+        for (size_t j = 0; j < n; ++j) sum[j] += weight * grad[j];
+      }
+      slot.round_samples += push.batch_size();
+    }
+    slot.pushed.push_back(trainer);
+    CompleteRoundIfReady(slot);
+  }
+  return Status::Ok();
+}
+
+void Shard::CompleteRoundIfReady(Slot& slot) {
+  if (slot.pushed.empty()) return;
+  for (uint32_t t : live_trainers_) {
+    if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return;
+  }
+  if (slot.round_samples > 0) {
+    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples));
+  }
+  slot.last_round_samples = slot.round_samples;
+  slot.round_samples = 0;
+  slot.pushed.clear();
+  ++slot.round;
+}
+
+void Shard::ApplyStep(Slot& slot, const float* grad, float grad_scale) {
+  ++slot.version;
+  optimizer_->Apply(slot.weights.get(), grad, grad_scale, slot.state.data(), slot.info->length,
+                    static_cast<int64_t>(slot.version), 1.0f);
+}
+
+Status Shard::ValidatePull(const wire::Pull& pull) const {
+  if (pull.dtype() != wire::DType::F32) {
+    return Status::FailedPrecondition("weights travel as float32 in this version");
+  }
+  for (uint32_t id : *pull.partitions()) {
+    auto slot = Find(id);
+    if (!slot.ok()) return slot.status();
+  }
+  return Status::Ok();
+}
+
+bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const {
+  const bool wait_for_round = options_.mode == ConsistencyMode::kSync && !latest;
+  for (uint32_t id : partitions) {
+    const Slot* slot = *Find(id);
+    if (!slot->initialized) return false;
+    if (wait_for_round && slot->round < clock) return false;
+  }
+  return true;
+}
+
+flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
+                                                       const std::vector<uint32_t>& partitions,
+                                                       std::vector<zmq::message_t>* frames) const {
+  std::vector<uint64_t> versions;
+  versions.reserve(partitions.size());
+  uint64_t round_samples = 0;
+  for (uint32_t id : partitions) {
+    const Slot* slot = *Find(id);
+    versions.push_back(slot->version);
+    round_samples = std::max(round_samples, slot->last_round_samples);
+    const size_t bytes = slot->info->length * sizeof(float);
+    if (options_.mode == ConsistencyMode::kSync) {
+      frames->push_back(BorrowFrame(slot->weights.get(), bytes, slot->weights));
+    } else {
+      frames->emplace_back(slot->weights.get(), bytes);
+    }
+  }
+  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, wire::DType::F32);
+}
+
+Shard::Stats Shard::stats() const {
+  Stats stats;
+  stats.pushes = pushes_;
+  for (const Slot& slot : slots_) {
+    stats.version = std::max(stats.version, slot.version);
+    stats.rounds = std::max(stats.rounds, slot.round);
+  }
+  return stats;
+}
+
+}  // namespace hetps

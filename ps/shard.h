@@ -1,0 +1,116 @@
+// Shard: the partitions one server owns — float32 weights, optimizer state, version and round
+// counters — and the consistency rules that decide when a push is applied and when a pull may be
+// answered (sync: one summed, batch-weighted update per round from every live trainer; async:
+// every push applied on arrival).
+//
+// Pure logic over verified wire messages, no sockets: the server's loop thread owns a Shard and
+// is the only thread that calls it. Each method either applies a message whole or refuses it
+// whole, with a Status saying why (see RefusalCode), leaving the shard unchanged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/job_config.h"
+#include "common/shard_map.h"
+#include "common/status.h"
+#include "messages_generated.h"
+#include "ps/optimizer.h"
+
+namespace hetps {
+
+class Shard {
+ public:
+  struct Options {
+    ConsistencyMode mode = ConsistencyMode::kSync;
+    OptimizerOptions optimizer;
+  };
+
+  // Allocates the partitions that `map` gives to `server_rank`. InvalidArgument for a bad
+  // optimizer configuration.
+  static Result<std::unique_ptr<Shard>> Create(const ShardMap& map, uint32_t server_rank,
+                                               const Options& options);
+
+  // The trainers whose pushes make up a sync round. A round waiting only for trainers that left
+  // is completed (and applied) at once.
+  void SetLiveTrainers(std::vector<uint32_t> ranks);
+  bool IsLive(uint32_t trainer) const;
+
+  // Stores initial weights for partitions not yet initialised (the first trainer wins; later
+  // copies are ignored). Refused when a partition is unknown or a frame's length is wrong.
+  Status Init(const wire::InitWeights& init, const std::vector<zmq::message_t>& frames);
+
+  // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
+  // (`clock` must equal the partition's round, once per trainer) and applies the round when every
+  // live trainer has pushed. Async: applies them now. Refused (nothing changes) for an unknown
+  // or foreign partition, a bad frame length, a push before initialisation, a repeated or
+  // out-of-turn push, or a trainer that is not live. Gradient bytes are read in place.
+  Status Push(uint32_t trainer, const wire::Push& push, const std::vector<zmq::message_t>& frames);
+
+  // Checks that a pull names known partitions of this shard.
+  Status ValidatePull(const wire::Pull& pull) const;
+
+  // Whether the weights a pull asks for exist yet: every partition initialised and, in sync mode
+  // unless `latest`, round `clock` complete.
+  bool PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const;
+
+  // The reply to a ready pull: a Weights body in `fbb` and one frame per partition. In sync mode
+  // the frames borrow the weights without copying (they cannot change before every live trainer
+  // has received its reply and pushed again); in async mode they are copies.
+  flatbuffers::Offset<wire::Weights> BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
+                                                  const std::vector<uint32_t>& partitions,
+                                                  std::vector<zmq::message_t>* frames) const;
+
+  struct Stats {
+    uint64_t version = 0;  // largest number of updates applied to one partition
+    uint64_t rounds = 0;   // largest number of sync rounds completed by one partition
+    uint64_t pushes = 0;   // push messages accepted
+  };
+  Stats stats() const;
+
+  const std::vector<uint32_t>& partition_ids() const { return ids_; }
+  ConsistencyMode mode() const { return options_.mode; }
+
+ private:
+  struct Slot {
+    const PartitionInfo* info = nullptr;
+    std::shared_ptr<float[]> weights;     // shared: zero-copy replies keep it alive
+    std::vector<float> state;             // optimizer state, slot-major
+    std::vector<float> sum;               // sync: sum of batch-weighted gradients of the round
+    std::vector<uint32_t> pushed;         // sync: trainers in the open round
+    uint64_t round_samples = 0;           // sync: samples in the open round
+    uint64_t last_round_samples = 0;      // sync: samples in the last completed round
+    uint64_t version = 0;                 // optimizer steps applied
+    uint64_t round = 0;                   // sync rounds completed
+    bool initialized = false;
+  };
+
+  Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
+        std::unique_ptr<Optimizer> optimizer);
+
+  // The slot of a partition of this shard, or NotFound naming it.
+  Result<Slot*> Find(uint32_t partition);
+  Result<const Slot*> Find(uint32_t partition) const;
+  Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
+                     const std::vector<zmq::message_t>& frames, bool allow_empty) const;
+  void CompleteRoundIfReady(Slot& slot);
+  void ApplyStep(Slot& slot, const float* grad, float grad_scale);
+
+  const ShardMap& map_;
+  uint32_t server_rank_;
+  Options options_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Slot> slots_;
+  std::vector<int32_t> slot_of_;          // partition id -> index in slots_, or -1
+  std::vector<uint32_t> ids_;
+  std::vector<uint32_t> live_trainers_;   // sorted
+  uint64_t pushes_ = 0;
+};
+
+// The wire error code that a refusal Status from Shard (or the server) corresponds to.
+wire::ErrorCode RefusalCode(const Status& status);
+
+}  // namespace hetps

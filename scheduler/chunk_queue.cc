@@ -1,0 +1,87 @@
+#include "scheduler/chunk_queue.h"
+
+#include <algorithm>
+
+namespace hetps {
+
+ChunkQueue::ChunkQueue(uint64_t samples, uint32_t chunk_samples, uint32_t epochs)
+    : samples_(samples),
+      chunk_samples_(std::max<uint32_t>(chunk_samples, 1)),
+      epochs_(epochs),
+      chunks_per_epoch_(static_cast<uint32_t>((samples + chunk_samples_ - 1) / chunk_samples_)) {}
+
+ChunkQueue::EpochState& ChunkQueue::State(uint32_t epoch) {
+  auto [it, created] = epochs_state_.try_emplace(epoch);
+  if (created) {
+    for (uint32_t c = 0; c < chunks_per_epoch_; ++c) it->second.pending.push_back(c);
+  }
+  return it->second;
+}
+
+ChunkQueue::Grant ChunkQueue::MakeGrant(uint32_t epoch, uint32_t index) const {
+  Grant grant;
+  grant.epoch = epoch;
+  grant.chunk = epoch * chunks_per_epoch_ + index;
+  grant.begin = uint64_t{index} * chunk_samples_;
+  grant.end = std::min<uint64_t>(grant.begin + chunk_samples_, samples_);
+  return grant;
+}
+
+std::optional<ChunkQueue::Grant> ChunkQueue::Next(uint32_t trainer, uint32_t epoch) {
+  if (epoch >= epochs_) return std::nullopt;
+  // Returned chunks of earlier epochs come first: otherwise they would be lost once every trainer
+  // has moved on.
+  for (auto& [e, state] : epochs_state_) {
+    if (e >= epoch) break;
+    if (state.pending.empty()) continue;
+    const uint32_t index = state.pending.front();
+    state.pending.pop_front();
+    state.held[index] = trainer;
+    return MakeGrant(e, index);
+  }
+  EpochState& state = State(epoch);
+  if (state.pending.empty()) return std::nullopt;
+  const uint32_t index = state.pending.front();
+  state.pending.pop_front();
+  state.held[index] = trainer;
+  return MakeGrant(epoch, index);
+}
+
+bool ChunkQueue::Complete(uint32_t trainer, uint32_t chunk) {
+  if (chunks_per_epoch_ == 0) return false;
+  const uint32_t epoch = chunk / chunks_per_epoch_;
+  const uint32_t index = chunk % chunks_per_epoch_;
+  auto it = epochs_state_.find(epoch);
+  if (it == epochs_state_.end()) return false;
+  auto held = it->second.held.find(index);
+  if (held == it->second.held.end() || held->second != trainer) return false;
+  it->second.held.erase(held);
+  ++it->second.completed;
+  const Grant grant = MakeGrant(epoch, index);
+  completed_samples_ += grant.end - grant.begin;
+  return true;
+}
+
+size_t ChunkQueue::Requeue(uint32_t trainer) {
+  size_t returned = 0;
+  for (auto& [epoch, state] : epochs_state_) {
+    // Walk backwards so pushing to the front keeps the chunks in their original order.
+    for (auto it = state.held.rbegin(); it != state.held.rend(); ++it) {
+      if (it->second == trainer) {
+        state.pending.push_front(it->first);
+        ++returned;
+      }
+    }
+    for (auto it = state.held.begin(); it != state.held.end();) {
+      it = it->second == trainer ? state.held.erase(it) : std::next(it);
+    }
+  }
+  return returned;
+}
+
+bool ChunkQueue::EpochComplete(uint32_t epoch) const {
+  auto it = epochs_state_.find(epoch);
+  return it != epochs_state_.end() && it->second.completed == chunks_per_epoch_;
+}
+
+}  // namespace hetps

@@ -1,0 +1,70 @@
+// ChunkQueue: the data chunks of every epoch, handed to trainers on request, so a faster trainer
+// simply takes more of each epoch.
+//
+// Chunk c of an epoch covers positions [c * chunk_samples, (c + 1) * chunk_samples) of that
+// epoch's sample permutation (common/permutation.h), which each trainer computes itself. Chunks
+// held by a trainer that dies go back to the front of the queue, and are handed out before any
+// chunk of a later epoch, so every sample of every epoch is trained once. Owned by the
+// scheduler's loop thread; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <vector>
+
+namespace hetps {
+
+class ChunkQueue {
+ public:
+  struct Grant {
+    uint32_t epoch = 0;
+    uint32_t chunk = 0;  // id unique across epochs: epoch * chunks_per_epoch() + index
+    uint64_t begin = 0;  // positions in the epoch's permutation
+    uint64_t end = 0;
+  };
+
+  ChunkQueue(uint64_t samples, uint32_t chunk_samples, uint32_t epochs);
+
+  // The next chunk for `trainer`, which is working on `epoch`: first any returned chunk of an
+  // epoch <= `epoch`, then the next chunk of `epoch`. std::nullopt when neither is left (the
+  // trainer has run out of `epoch`), or when `epoch` is beyond the last epoch.
+  std::optional<Grant> Next(uint32_t trainer, uint32_t epoch);
+
+  // `trainer` has trained every sample of `chunk`. False (and nothing changes) when the chunk is
+  // not held by that trainer.
+  bool Complete(uint32_t trainer, uint32_t chunk);
+
+  // `trainer` is gone: the chunks it held go back to the front of their epochs' queues.
+  // Returns how many.
+  size_t Requeue(uint32_t trainer);
+
+  // Every chunk of `epoch` has been completed.
+  bool EpochComplete(uint32_t epoch) const;
+
+  uint32_t chunks_per_epoch() const { return chunks_per_epoch_; }
+  uint32_t epochs() const { return epochs_; }
+  uint64_t samples() const { return samples_; }
+  // Samples in completed chunks, over all epochs.
+  uint64_t completed_samples() const { return completed_samples_; }
+
+ private:
+  struct EpochState {
+    std::deque<uint32_t> pending;                 // chunk indices not yet handed out
+    std::map<uint32_t, uint32_t> held;            // chunk index -> trainer
+    uint32_t completed = 0;
+  };
+
+  EpochState& State(uint32_t epoch);
+  Grant MakeGrant(uint32_t epoch, uint32_t index) const;
+
+  uint64_t samples_;
+  uint32_t chunk_samples_;
+  uint32_t epochs_;
+  uint32_t chunks_per_epoch_;
+  std::map<uint32_t, EpochState> epochs_state_;   // created when first asked for
+  uint64_t completed_samples_ = 0;
+};
+
+}  // namespace hetps

@@ -1,0 +1,111 @@
+// hetps-scheduler: runs one training job. Reads the job file, waits for the servers and trainers
+// it names, drives the job to its end, prints progress and the final accuracy, and writes the run
+// summary. Flags override the job file's fields.
+#include <cstdio>
+
+#include "common/cli.h"
+#include "common/logging.h"
+#include "scheduler/scheduler.h"
+
+namespace {
+
+struct Overrides {
+  std::string model, mode, optimizer, listen, summary;
+  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0;
+  uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0;
+  double lr = 0, momentum = 0, weight_decay = 0;
+};
+
+// Flags given on the command line replace the job file's values.
+hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::JobOptions* job) {
+  auto given = [&](const char* flag) { return app.get_option(flag)->count() > 0; };
+  if (given("--model")) job->model = o.model;
+  if (given("--mode")) {
+    auto mode = hetps::ParseMode(o.mode);
+    if (!mode.ok()) return mode.status();
+    job->mode = *mode;
+  }
+  if (given("--optimizer")) {
+    auto kind = hetps::ParseOptimizerKind(o.optimizer);
+    if (!kind.ok()) return kind.status();
+    if (kind.value() != job->optimizer.kind) job->optimizer = hetps::DefaultOptimizerOptions(*kind);
+  }
+  if (given("--lr")) job->optimizer.lr = o.lr;
+  if (given("--momentum")) job->optimizer.momentum = o.momentum;
+  if (given("--weight-decay")) job->optimizer.weight_decay = o.weight_decay;
+  if (given("--epochs")) job->epochs = o.epochs;
+  if (given("--global-batch-size")) job->global_batch_size = o.global_batch_size;
+  if (given("--servers")) job->servers = o.servers;
+  if (given("--trainers")) job->trainers = o.trainers;
+  if (given("--partition-bytes")) job->partition_bytes = o.partition_bytes;
+  if (given("--listen")) job->listen = o.listen;
+  if (given("--summary")) job->summary = o.summary;
+  if (given("--seed")) job->seed = o.seed;
+  if (given("--max-train-samples")) job->max_train_samples = o.max_train_samples;
+  return hetps::ValidateJobOptions(*job);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string config_path, log_level, progress = "auto";
+  Overrides o;
+  CLI::App app("hetps scheduler: runs one training job. Servers and trainers connect to it; it "
+               "assigns shards and data, tracks who is alive, shows progress and writes the run "
+               "summary. Flags override the fields of the job file (see configs/ and docs/).",
+               "hetps-scheduler");
+  app.add_option("--config", config_path, "YAML job file; without it every field has its default")
+      ->check(CLI::ExistingFile);
+  app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--mode", o.mode, "Consistency mode: sync | async")
+      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--optimizer", o.optimizer,
+                 "Optimizer: sgd | adam | adamw | adagrad (a different one than the job file's "
+                 "starts from that optimizer's defaults)")
+      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adagrad"}));
+  app.add_option("--lr", o.lr, "Learning rate")->check(CLI::PositiveNumber);
+  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999));
+  app.add_option("--weight-decay", o.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
+  app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(1, 1000));
+  app.add_option("--global-batch-size", o.global_batch_size,
+                 "Samples per step over all trainers")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--servers", o.servers, "Servers to wait for")->check(CLI::Range(1, 256));
+  app.add_option("--trainers", o.trainers, "Trainers to wait for")->check(CLI::Range(1, 1024));
+  app.add_option("--partition-bytes", o.partition_bytes, "Largest partition of a tensor, in bytes")
+      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 30));
+  app.add_option("--listen", o.listen, "Control endpoint, e.g. tcp://0.0.0.0:7400");
+  app.add_option("--summary", o.summary, "Write the JSON run summary here");
+  app.add_option("--seed", o.seed, "Seed of model initialisation and data order");
+  app.add_option("--max-train-samples", o.max_train_samples,
+                 "Train on the first N samples of the training set only (0: all)");
+  app.add_option("--progress", progress,
+                 "Progress display: auto (in place on a terminal, else plain lines), plain, none")
+      ->check(CLI::IsMember({"auto", "plain", "none"}));
+  hetps::AddLogLevelFlag(app, &log_level);
+  if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  hetps::ApplyLogLevel(log_level);
+
+  hetps::JobOptions job;
+  if (!config_path.empty()) {
+    auto loaded = hetps::LoadJobFile(config_path);
+    if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
+    job = std::move(*loaded);
+  }
+  hetps::Status status = ApplyOverrides(app, o, &job);
+  if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
+
+  hetps::SchedulerOptions options;
+  options.job = job;
+  options.progress_out = progress == "none" ? nullptr : stdout;
+  options.progress_in_place = progress == "auto" && hetps::IsTerminal(stdout);
+  zmq::context_t context(1);
+  hetps::Scheduler scheduler(context, options);
+  status = scheduler.Run();
+  const hetps::RunSummary& summary = scheduler.summary();
+  if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
+  std::printf("final test accuracy %.4f (test loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n",
+              summary.final_test_accuracy, summary.final_test_loss, summary.epochs,
+              summary.epochs == 1 ? "" : "s", summary.samples_per_second, summary.wall_seconds,
+              job.summary.empty() ? "" : "; summary in ", job.summary.c_str());
+  return 0;
+}

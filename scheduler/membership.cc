@@ -1,0 +1,84 @@
+#include "scheduler/membership.h"
+
+#include <algorithm>
+#include <set>
+
+namespace hetps {
+
+std::string Member::Describe() const {
+  std::string text = role == wire::Role::Server ? "server " : "trainer ";
+  text += std::to_string(rank) + " (";
+  if (role == wire::Role::Trainer && !device.empty()) text += device + " on ";
+  text += host + ", pid " + std::to_string(pid) + ")";
+  return text;
+}
+
+Member* Membership::Find(const std::string& routing_id) {
+  auto it = members_.find(routing_id);
+  return it == members_.end() ? nullptr : &it->second;
+}
+
+Member* Membership::Admit(const std::string& routing_id, wire::Role role) {
+  const uint32_t capacity = role == wire::Role::Server ? expected_servers_ : expected_trainers_;
+  std::set<uint32_t> taken;
+  for (const auto& [id, m] : members_) {
+    if (m.role == role) taken.insert(m.rank);
+  }
+  uint32_t rank = 0;
+  while (taken.count(rank) != 0) ++rank;
+  if (rank >= capacity) return nullptr;
+  Member& member = members_[routing_id];
+  member.routing_id = routing_id;
+  member.role = role;
+  member.rank = rank;
+  member.last_heard = Member::Clock::now();
+  return &member;
+}
+
+void Membership::Remove(const std::string& routing_id) { members_.erase(routing_id); }
+
+void Membership::MarkDead(Member& member) {
+  if (!member.alive) return;
+  member.alive = false;
+  if (member.role == wire::Role::Trainer) ++epoch_;
+}
+
+std::vector<Member*> Membership::Silent(Member::Clock::time_point now,
+                                        std::chrono::milliseconds timeout) {
+  std::vector<Member*> silent;
+  for (auto& [id, m] : members_) {
+    if (m.alive && now - m.last_heard > timeout) silent.push_back(&m);
+  }
+  return silent;
+}
+
+std::vector<Member*> Membership::Members(wire::Role role, bool live_only) {
+  std::vector<Member*> found;
+  for (auto& [id, m] : members_) {
+    if (m.role == role && (m.alive || !live_only)) found.push_back(&m);
+  }
+  std::sort(found.begin(), found.end(), [](Member* a, Member* b) { return a->rank < b->rank; });
+  return found;
+}
+
+std::vector<uint32_t> Membership::LiveTrainerRanks() const {
+  std::vector<uint32_t> ranks;
+  for (const auto& [id, m] : members_) {
+    if (m.role == wire::Role::Trainer && m.alive) ranks.push_back(m.rank);
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+Member* Membership::LowestLiveTrainer() {
+  auto trainers = Members(wire::Role::Trainer);
+  return trainers.empty() ? nullptr : trainers.front();
+}
+
+size_t Membership::Count(wire::Role role, bool live_only) const {
+  return static_cast<size_t>(std::count_if(members_.begin(), members_.end(), [&](const auto& entry) {
+    return entry.second.role == role && (entry.second.alive || !live_only);
+  }));
+}
+
+}  // namespace hetps

@@ -1,0 +1,92 @@
+// Membership: the servers and trainers of a job as the scheduler knows them — who they are, their
+// ranks, when they were last heard from, and what they last reported.
+//
+// Members are keyed by the routing id of their control connection (stable across reconnects).
+// Ranks are dense per role: a new member takes the lowest free rank. Every change to the set of
+// live trainers bumps the membership epoch. Owned by the scheduler's loop thread; not thread-safe.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/shard_map.h"
+#include "messages_generated.h"
+
+namespace hetps {
+
+struct TrainerProgress {
+  uint32_t epoch = 0;
+  uint64_t clock = 0;
+  uint64_t samples = 0;
+  double loss = 0;
+  double samples_per_second = 0;
+  uint64_t weight_version = 0;
+};
+
+struct ServerCounters {
+  uint64_t version = 0;
+  uint64_t pushes = 0;
+  uint64_t pulls = 0;
+  uint64_t bad_messages = 0;
+  uint64_t rounds = 0;
+};
+
+struct Member {
+  using Clock = std::chrono::steady_clock;
+
+  std::string routing_id;
+  wire::Role role = wire::Role::Unknown;
+  uint32_t rank = 0;
+  std::string host;
+  uint32_t pid = 0;
+  std::string endpoint;   // servers
+  std::string device;     // trainers
+  Clock::time_point last_heard;
+  bool alive = true;
+  bool registered = false;  // trainer: model signature accepted
+  bool ready = false;       // server: shard map installed
+  bool done = false;        // trainer: all epochs trained
+  bool said_goodbye = false;
+  TrainerProgress progress;
+  ServerCounters counters;
+
+  // "trainer 1 (cpu on host-a, pid 4242)"
+  std::string Describe() const;
+};
+
+class Membership {
+ public:
+  Membership(uint32_t servers, uint32_t trainers) : expected_servers_(servers), expected_trainers_(trainers) {}
+
+  Member* Find(const std::string& routing_id);
+  // Admits a new member of `role` at the lowest free rank; nullptr when the role is full.
+  Member* Admit(const std::string& routing_id, wire::Role role);
+  // Forgets a member (e.g. refused model signature) so its rank can be taken again.
+  void Remove(const std::string& routing_id);
+  // Marks a member dead; bumps the epoch when it was a live trainer.
+  void MarkDead(Member& member);
+
+  // Live members whose last message is older than `timeout`.
+  std::vector<Member*> Silent(Member::Clock::time_point now, std::chrono::milliseconds timeout);
+
+  std::vector<Member*> Members(wire::Role role, bool live_only = true);
+  std::vector<uint32_t> LiveTrainerRanks() const;
+  Member* LowestLiveTrainer();
+  size_t Count(wire::Role role, bool live_only = true) const;
+
+  uint32_t expected_servers() const { return expected_servers_; }
+  uint32_t expected_trainers() const { return expected_trainers_; }
+  uint32_t epoch() const { return epoch_; }
+
+ private:
+  uint32_t expected_servers_;
+  uint32_t expected_trainers_;
+  uint32_t epoch_ = 1;
+  std::map<std::string, Member> members_;
+};
+
+}  // namespace hetps

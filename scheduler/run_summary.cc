@@ -1,0 +1,104 @@
+#include "scheduler/run_summary.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <nlohmann/json.hpp>
+
+namespace hetps {
+
+std::string RunSummary::ToJson() const {
+  nlohmann::ordered_json j;
+  j["status"] = ok ? "ok" : "failed";
+  if (!ok) j["error"] = error;
+  j["mode"] = mode;
+  j["model"] = model;
+  j["optimizer"] = optimizer;
+  j["epochs"] = epochs;
+  j["global_batch_size"] = global_batch_size;
+  j["servers"] = servers;
+  j["trainers"] = trainers;
+  nlohmann::ordered_json steps = nlohmann::ordered_json::array();
+  nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+  for (const TrainerSummary& t : trainer_details) {
+    steps.push_back(t.steps);
+    samples.push_back(t.samples);
+  }
+  j["steps"] = steps;
+  j["samples"] = samples;
+  j["samples_per_second"] = samples_per_second;
+  j["wall_seconds"] = wall_seconds;
+  j["train_seconds"] = train_seconds;
+  j["final_test_loss"] = final_test_loss;
+  j["final_test_accuracy"] = final_test_accuracy;
+  j["weight_version"] = weight_version;
+  nlohmann::ordered_json evals = nlohmann::ordered_json::array();
+  for (const Evaluation& e : evaluations) {
+    evals.push_back({{"epoch", e.epoch},
+                     {"final", e.final},
+                     {"weight_version", e.weight_version},
+                     {"test_loss", e.test_loss},
+                     {"test_accuracy", e.test_accuracy},
+                     {"test_samples", e.test_samples},
+                     {"wall_seconds", e.wall_seconds},
+                     {"samples_trained", e.samples_trained}});
+  }
+  j["evaluations"] = evals;
+  nlohmann::ordered_json servers_json = nlohmann::ordered_json::array();
+  for (const ServerSummary& s : server_details) {
+    servers_json.push_back({{"rank", s.rank},
+                            {"endpoint", s.endpoint},
+                            {"weight_version", s.version},
+                            {"pushes", s.pushes},
+                            {"pulls", s.pulls},
+                            {"bad_messages", s.bad_messages},
+                            {"rounds", s.rounds}});
+  }
+  j["server_details"] = servers_json;
+  nlohmann::ordered_json trainers_json = nlohmann::ordered_json::array();
+  for (const TrainerSummary& t : trainer_details) {
+    trainers_json.push_back({{"rank", t.rank},
+                             {"host", t.host},
+                             {"device", t.device},
+                             {"batch_size", t.batch_size},
+                             {"steps", t.steps},
+                             {"samples", t.samples},
+                             {"alive", t.alive}});
+  }
+  j["trainer_details"] = trainers_json;
+  return j.dump(2) + "\n";
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string temporary = path + ".tmp";
+  auto fail = [&](const std::string& what) {
+    return Status::IoError(what + " " + temporary + ": " + std::strerror(errno));
+  };
+  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail("cannot create");
+  size_t written = 0;
+  while (written < contents.size()) {
+    ssize_t n = ::write(fd, contents.data() + written, contents.size() - written);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return fail("cannot write");
+    }
+    written += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return fail("cannot fsync");
+  }
+  if (::close(fd) != 0) return fail("cannot close");
+  if (std::rename(temporary.c_str(), path.c_str()) != 0) {
+    return Status::IoError("cannot rename " + temporary + " to " + path + ": " + std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace hetps

@@ -1,0 +1,523 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+
+#include "common/logging.h"
+#include "common/transport.h"
+
+namespace hetps {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);
+constexpr auto kGoodbyeWait = std::chrono::seconds(5);
+
+std::string RoutingId(const Message& message) {
+  return std::string(static_cast<const char*>(message.routing_id.data()), message.routing_id.size());
+}
+
+flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const OptimizerOptions& o) {
+  return wire::CreateOptimizerConfig(fbb, static_cast<wire::OptimizerKind>(o.kind), o.lr, o.momentum,
+                                     o.dampening, o.nesterov, o.weight_decay, o.beta1, o.beta2, o.eps,
+                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value);
+}
+
+uint64_t TrainSamples(const JobOptions& job) {
+  const uint64_t all = DatasetTrainSamples(job.dataset);
+  return job.max_train_samples > 0 ? std::min(all, job.max_train_samples) : all;
+}
+
+}  // namespace
+
+Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
+    : context_(context),
+      options_(std::move(options)),
+      job_(options_.job),
+      members_(job_.servers, job_.trainers),
+      chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
+      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {}
+
+Scheduler::~Scheduler() = default;
+
+Status Scheduler::Start() {
+  HETPS_RETURN_IF_ERROR(ValidateJobOptions(job_));
+  SocketOptions socket_options;
+  socket_options.max_message_bytes = int64_t{64} << 20;
+  socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  auto bound = Bind(socket_, job_.listen);
+  if (!bound.ok()) {
+    return Status::InvalidArgument(bound.status().message() +
+                                   " (is another scheduler using it? choose another with --listen)");
+  }
+  endpoint_ = *bound;
+  return Status::Ok();
+}
+
+Status Scheduler::Run() {
+  SetThreadLogTag("scheduler");
+  if (endpoint_.empty()) HETPS_RETURN_IF_ERROR(Start());
+  HETPS_LOG(INFO) << "listening on " << endpoint_ << "; waiting for " << job_.servers
+                  << " servers and " << job_.trainers << " trainers";
+  while (true) {
+    if (PollReadable({&socket_}, kPollInterval)[0]) {
+      // Bounded, so liveness checks and the display keep running under a flood of messages.
+      for (int i = 0; i < 1024; ++i) {
+        auto received = TryReceive(socket_, /*router=*/true);
+        if (!received.ok()) return received.status();
+        if (!received->has_value()) break;
+        Handle(std::move(**received));
+      }
+    }
+    Tick();
+    if (phase_ == Phase::kShuttingDown) {
+      bool all_gone = true;
+      for (Member* server : members_.Members(wire::Role::Server)) {
+        all_gone = all_gone && server->said_goodbye;
+      }
+      if (all_gone || Clock::now() > shutdown_deadline_) break;
+    }
+  }
+  FillSummary();
+  ShowProgress(/*force=*/true);
+  if (!job_.summary.empty()) {
+    Status written = WriteFileAtomically(job_.summary, summary_.ToJson());
+    if (!written.ok()) {
+      HETPS_LOG(ERROR) << written.message();
+      if (!failed_) return written;
+    }
+  }
+  if (failed_) return Status::Unavailable(failure_);
+  return Status::Ok();
+}
+
+void Scheduler::Handle(Message message) {
+  if (message.routing_id.size() == 0) return;
+  Status valid = VerifyEnvelope(message);
+  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
+  if (message.kind() == wire::Body::Join) return HandleJoin(message);
+  Member* member = members_.Find(RoutingId(message));
+  if (member == nullptr) {
+    return Refuse(message, wire::ErrorCode::Unexpected,
+                  std::string(KindName(message.kind())) + " from a process that has not joined");
+  }
+  if (!member->alive) {
+    return Refuse(message, wire::ErrorCode::Refused,
+                  member->Describe() + " was declared dead; restart it to rejoin");
+  }
+  member->last_heard = Clock::now();
+  switch (message.kind()) {
+    case wire::Body::Heartbeat: {
+      if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) {
+        member->counters = {stats->version(), stats->pushes(), stats->pulls(), stats->bad_messages(),
+                            stats->rounds()};
+      }
+      SendTo(member->routing_id, sender_.MakeEmpty(wire::Body::HeartbeatAck));
+      return;
+    }
+    case wire::Body::RegisterModel:
+      return HandleRegisterModel(*member, message);
+    case wire::Body::ShardReady:
+      member->ready = true;
+      if (phase_ == Phase::kStarting) {
+        for (Member* server : members_.Members(wire::Role::Server)) {
+          if (!server->ready) return;
+        }
+        StartTraining();
+      }
+      return;
+    case wire::Body::ChunkRequest:
+      return HandleChunkRequest(*member, message);
+    case wire::Body::Progress: {
+      const auto* p = message.body<wire::Progress>();
+      member->progress = {p->epoch(), p->clock(), p->samples(), p->loss(), p->samples_per_second(),
+                          p->weight_version()};
+      return;
+    }
+    case wire::Body::Done:
+      return HandleDone(*member, message);
+    case wire::Body::EvalReport:
+      return HandleEvalReport(*member, message);
+    case wire::Body::Goodbye: {
+      if (const auto* stats = message.body<wire::Goodbye>()->server_stats()) {
+        member->counters = {stats->version(), stats->pushes(), stats->pulls(), stats->bad_messages(),
+                            stats->rounds()};
+      }
+      member->said_goodbye = true;
+      return;
+    }
+    case wire::Body::Error:
+      HETPS_LOG(WARNING) << member->Describe() << " reported: "
+                         << message.body<wire::Error>()->reason()->str();
+      return;
+    default:
+      return Refuse(message, wire::ErrorCode::Unexpected,
+                    std::string(KindName(message.kind())) + " is not a request the scheduler serves");
+  }
+}
+
+void Scheduler::HandleJoin(const Message& message) {
+  const std::string id = RoutingId(message);
+  const auto* join = message.body<wire::Join>();
+  Member* member = members_.Find(id);
+  if (member == nullptr) {
+    if (join->role() != wire::Role::Server && join->role() != wire::Role::Trainer) {
+      return Refuse(message, wire::ErrorCode::Refused, "only servers and trainers can join");
+    }
+    if (join->role() == wire::Role::Server &&
+        (join->endpoint() == nullptr || join->endpoint()->size() == 0)) {
+      return Refuse(message, wire::ErrorCode::Malformed, "a server must give its data endpoint");
+    }
+    const bool is_server = join->role() == wire::Role::Server;
+    if (phase_ != Phase::kGathering) {
+      return Refuse(message, wire::ErrorCode::Refused,
+                    std::string("the job is already running with all of its ") +
+                        (is_server ? std::to_string(job_.servers) + " servers"
+                                   : std::to_string(job_.trainers) + " trainers"));
+    }
+    member = members_.Admit(id, join->role());
+    if (member == nullptr) {
+      return Refuse(message, wire::ErrorCode::Refused,
+                    std::string("the job expects ") +
+                        (is_server ? std::to_string(job_.servers) + " servers"
+                                   : std::to_string(job_.trainers) + " trainers") +
+                        " and has them all");
+    }
+    member->host = join->host() ? join->host()->str() : "";
+    member->pid = join->pid();
+    member->endpoint = join->endpoint() ? join->endpoint()->str() : "";
+    member->device = join->device() ? join->device()->str() : "";
+    HETPS_LOG(INFO) << member->Describe() << " joined"
+                    << (member->endpoint.empty() ? "" : " serving on " + member->endpoint);
+  }
+  member->last_heard = Clock::now();
+  flatbuffers::FlatBufferBuilder fbb(512);
+  flatbuffers::Offset<wire::TrainerJob> trainer_job;
+  if (member->role == wire::Role::Trainer) {
+    trainer_job = wire::CreateTrainerJobDirect(
+        fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs,
+        EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank), job_.seed,
+        job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,
+        job_.request_timeout_ms);
+  }
+  const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
+  auto body = wire::CreateJoinAccepted(fbb, member->rank, job_.heartbeat_interval_ms,
+                                       scheduler_timeout_ms, trainer_job);
+  SendTo(id, sender_.Seal(fbb, wire::Body::JoinAccepted, body.Union()));
+}
+
+void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
+  if (member.role != wire::Role::Trainer) {
+    return Refuse(message, wire::ErrorCode::Unexpected, "only trainers register a model");
+  }
+  std::vector<TensorInfo> signature = SignatureFromWire(*message.body<wire::RegisterModel>()->signature());
+  Status status = ValidateSignature(signature);
+  if (status.ok() && signature_) status = CompareSignatures(*signature_, signature);
+  if (!status.ok()) {
+    const std::string reason = member.Describe() + " has a model that " +
+                               (signature_ ? "differs from " + signature_owner_ + "'s: " : "is invalid: ") +
+                               status.message();
+    HETPS_LOG(WARNING) << "refused " << reason;
+    Refuse(message, wire::ErrorCode::Refused, reason);
+    members_.Remove(member.routing_id);
+    return;
+  }
+  if (!signature_) {
+    signature_ = std::move(signature);
+    signature_owner_ = "trainer " + std::to_string(member.rank);
+  }
+  if (member.registered) {
+    // A repeated registration (the trainer resent it): answer with the map if the job runs.
+    if (phase_ == Phase::kTraining || phase_ == Phase::kFinishing) SendTo(member.routing_id, BuildShardMap());
+    return;
+  }
+  member.registered = true;
+  if (phase_ != Phase::kGathering) return;
+  size_t registered = 0;
+  for (Member* t : members_.Members(wire::Role::Trainer)) registered += t->registered ? 1 : 0;
+  if (registered == job_.trainers && members_.Count(wire::Role::Server) == job_.servers) StartJob();
+}
+
+void Scheduler::StartJob() {
+  auto map = ShardMap::Build(*signature_, job_.servers, job_.partition_bytes);
+  if (!map.ok()) return BeginShutdown(true, "cannot shard the model: " + map.status().message());
+  shard_map_ = std::make_unique<ShardMap>(std::move(*map));
+  uint64_t total = 0;
+  for (const TensorInfo& t : shard_map_->tensors()) total += static_cast<uint64_t>(t.numel());
+  HETPS_LOG(INFO) << "all members present; model " << job_.model << " has "
+                  << shard_map_->tensors().size() << " tensors, " << total << " parameters in "
+                  << shard_map_->partitions().size() << " partitions";
+  phase_ = Phase::kStarting;
+  for (Member* server : members_.Members(wire::Role::Server)) {
+    SendTo(server->routing_id, BuildShardMap());
+  }
+}
+
+void Scheduler::StartTraining() {
+  phase_ = Phase::kTraining;
+  training_started_ = Clock::now();
+  HETPS_LOG(INFO) << "every server holds its shard; training starts (" << ModeName(job_.mode) << ", "
+                  << job_.epochs << " epochs of " << chunks_.samples() << " samples)";
+  for (Member* trainer : members_.Members(wire::Role::Trainer)) {
+    SendTo(trainer->routing_id, BuildShardMap());
+  }
+}
+
+zmq::message_t Scheduler::BuildShardMap() {
+  flatbuffers::FlatBufferBuilder fbb(4096);
+  std::vector<flatbuffers::Offset<wire::ServerEndpoint>> endpoints;
+  for (Member* server : members_.Members(wire::Role::Server, /*live_only=*/false)) {
+    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str()));
+  }
+  auto tensors = shard_map_->TensorsToWire(fbb);
+  auto partitions = shard_map_->PartitionsToWire(fbb);
+  auto servers = fbb.CreateVector(endpoints);
+  auto optimizer = OptimizerToWire(fbb, job_.optimizer);
+  auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
+  auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
+                                   ToWire(job_.mode), trainers, members_.epoch(),
+                                   /*max_message_bytes=*/0);
+  return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
+}
+
+void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
+  const auto* request = message.body<wire::ChunkRequest>();
+  if (request->completed() != nullptr) {
+    for (uint32_t chunk : *request->completed()) {
+      if (!chunks_.Complete(member.rank, chunk)) {
+        HETPS_LOG(WARNING) << member.Describe() << " reported chunk " << chunk
+                           << " done, which it did not hold";
+      }
+    }
+  }
+  flatbuffers::FlatBufferBuilder fbb(128);
+  flatbuffers::Offset<wire::ChunkGrant> body;
+  if (auto grant = chunks_.Next(member.rank, request->epoch())) {
+    body = wire::CreateChunkGrant(fbb, grant->epoch, grant->chunk, grant->begin, grant->end, false);
+  } else {
+    const uint32_t epoch = std::min(request->epoch(), job_.epochs - 1);
+    body = wire::CreateChunkGrant(fbb, request->epoch(), 0, 0, 0, /*exhausted=*/true,
+                                  chunks_.EpochComplete(epoch));
+  }
+  SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ChunkGrant, body.Union()));
+  MaybeRequestEvaluation();
+}
+
+void Scheduler::HandleDone(Member& member, const Message& message) {
+  const auto* done = message.body<wire::Done>();
+  member.done = true;
+  member.progress.clock = done->clock();
+  member.progress.samples = done->samples();
+  HETPS_LOG(INFO) << member.Describe() << " finished its epochs after " << done->clock() << " steps";
+  MaybeRequestEvaluation();
+}
+
+void Scheduler::HandleEvalReport(Member& member, const Message& message) {
+  const auto* report = message.body<wire::EvalReport>();
+  if (evals_.empty() || eval_member_ != member.routing_id) {
+    HETPS_LOG(WARNING) << "ignored an evaluation from " << member.Describe() << " that was not asked for";
+    return;
+  }
+  Evaluation e;
+  e.epoch = report->epoch();
+  e.final = report->final();
+  e.weight_version = report->weight_version();
+  e.test_loss = report->test_loss();
+  e.test_accuracy = report->test_accuracy();
+  e.test_samples = report->test_samples();
+  e.wall_seconds = SecondsSince(training_started_);
+  e.samples_trained = 0;
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) e.samples_trained += t->progress.samples;
+  summary_.evaluations.push_back(e);
+  char line[256];
+  std::snprintf(line, sizeof(line), "%s epoch %u: test accuracy %.4f, test loss %.4f (%s samples, %s)",
+                e.final ? "final," : "after", e.epoch + 1, e.test_accuracy, e.test_loss,
+                WithThousands(e.samples_trained).c_str(), FormatDuration(e.wall_seconds).c_str());
+  display_.Note(line);
+  HETPS_LOG(INFO) << line;
+  evals_.pop_front();
+  eval_member_.clear();
+  if (e.final) return BeginShutdown(false, "");
+  MaybeRequestEvaluation();
+}
+
+void Scheduler::MaybeRequestEvaluation() {
+  if (phase_ != Phase::kTraining && phase_ != Phase::kFinishing) return;
+  // Epochs that every trainer has finished, except the last: that one is the final evaluation.
+  while (next_epoch_to_evaluate_ + 1 < job_.epochs && chunks_.EpochComplete(next_epoch_to_evaluate_)) {
+    evals_.push_back({next_epoch_to_evaluate_++, false});
+  }
+  if (!final_eval_queued_) {
+    bool all_done = members_.Count(wire::Role::Trainer) > 0;
+    for (Member* t : members_.Members(wire::Role::Trainer)) all_done = all_done && t->done;
+    if (all_done) {
+      final_eval_queued_ = true;
+      all_done_ = Clock::now();
+      phase_ = Phase::kFinishing;
+      evals_.push_back({job_.epochs - 1, true});
+    }
+  }
+  if (evals_.empty() || !eval_member_.empty()) return;
+  Member* evaluator = members_.LowestLiveTrainer();
+  if (evaluator == nullptr) return;
+  eval_member_ = evaluator->routing_id;
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateEvalRequest(fbb, evals_.front().epoch, evals_.front().final);
+  SendTo(eval_member_, sender_.Seal(fbb, wire::Body::EvalRequest, body.Union()));
+}
+
+void Scheduler::Tick() {
+  const auto now = Clock::now();
+  if (phase_ != Phase::kShuttingDown) {
+    for (Member* member : members_.Silent(now, std::chrono::milliseconds(job_.heartbeat_timeout_ms))) {
+      DeclareDead(*member, "silent for more than " + std::to_string(job_.heartbeat_timeout_ms) + " ms");
+      if (phase_ == Phase::kShuttingDown) break;
+    }
+  }
+  if (phase_ == Phase::kGathering &&
+      now - created_ > std::chrono::seconds(job_.join_timeout_s)) {
+    size_t trainers = 0;
+    for (Member* t : members_.Members(wire::Role::Trainer)) trainers += t->registered ? 1 : 0;
+    BeginShutdown(true, "only " + std::to_string(members_.Count(wire::Role::Server)) + " of " +
+                            std::to_string(job_.servers) + " servers and " + std::to_string(trainers) +
+                            " of " + std::to_string(job_.trainers) + " trainers joined within " +
+                            std::to_string(job_.join_timeout_s) + " s (join_timeout_s)");
+  }
+  ShowProgress(false);
+}
+
+void Scheduler::DeclareDead(Member& member, const std::string& why) {
+  HETPS_LOG(WARNING) << member.Describe() << " is dead: " << why;
+  members_.MarkDead(member);
+  if (member.role == wire::Role::Server) {
+    return BeginShutdown(true, member.Describe() + " stopped (" + why +
+                                   "); the job cannot go on without its partitions");
+  }
+  if (phase_ == Phase::kGathering || phase_ == Phase::kStarting) {
+    return BeginShutdown(true, member.Describe() + " stopped before training began (" + why + ")");
+  }
+  const size_t returned = chunks_.Requeue(member.rank);
+  if (returned > 0) HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
+  if (members_.Count(wire::Role::Trainer) == 0) {
+    return BeginShutdown(true, "every trainer has stopped; the last was " + member.Describe());
+  }
+  BroadcastMembership();
+  if (eval_member_ == member.routing_id) eval_member_.clear();  // ask another trainer
+  MaybeRequestEvaluation();
+}
+
+void Scheduler::BroadcastMembership() {
+  for (wire::Role role : {wire::Role::Server, wire::Role::Trainer}) {
+    for (Member* m : members_.Members(role)) {
+      flatbuffers::FlatBufferBuilder fbb(128);
+      auto ranks = members_.LiveTrainerRanks();
+      auto body = wire::CreateMembershipDirect(fbb, members_.epoch(), &ranks);
+      SendTo(m->routing_id, sender_.Seal(fbb, wire::Body::Membership, body.Union()));
+    }
+  }
+}
+
+void Scheduler::BeginShutdown(bool failed, const std::string& reason) {
+  if (phase_ == Phase::kShuttingDown) return;
+  phase_ = Phase::kShuttingDown;
+  failed_ = failed;
+  failure_ = reason;
+  shutdown_deadline_ = Clock::now() + kGoodbyeWait;
+  if (failed) {
+    HETPS_LOG(ERROR) << "the job failed: " << reason;
+    if (options_.progress_out != nullptr) display_.Note("job failed: " + reason);
+  } else {
+    HETPS_LOG(INFO) << "the job is complete; shutting the members down";
+  }
+  for (wire::Role role : {wire::Role::Trainer, wire::Role::Server}) {
+    for (Member* m : members_.Members(role)) {
+      flatbuffers::FlatBufferBuilder fbb(128 + reason.size());
+      auto body = wire::CreateShutdownDirect(fbb, failed, reason.c_str());
+      SendTo(m->routing_id, sender_.Seal(fbb, wire::Body::Shutdown, body.Union()));
+    }
+  }
+}
+
+void Scheduler::FillSummary() {
+  RunSummary& s = summary_;
+  s.ok = !failed_;
+  s.error = failure_;
+  s.mode = ModeName(job_.mode);
+  s.model = job_.model;
+  s.optimizer = OptimizerKindName(job_.optimizer.kind);
+  s.epochs = job_.epochs;
+  s.global_batch_size = job_.global_batch_size;
+  s.servers = job_.servers;
+  s.trainers = job_.trainers;
+  const bool started = training_started_ != Clock::time_point{};
+  s.wall_seconds = started ? SecondsSince(training_started_) : 0;
+  const auto train_end = all_done_ != Clock::time_point{} ? all_done_ : Clock::now();
+  s.train_seconds = started ? std::chrono::duration<double>(train_end - training_started_).count() : 0;
+  uint64_t samples = 0;
+  s.trainer_details.clear();
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) {
+    samples += t->progress.samples;
+    s.trainer_details.push_back({t->rank, t->host, t->device,
+                                 EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank),
+                                 t->progress.clock, t->progress.samples, t->alive});
+  }
+  s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
+  s.server_details.clear();
+  s.weight_version = 0;
+  for (Member* m : members_.Members(wire::Role::Server, false)) {
+    const ServerCounters& c = m->counters;
+    s.server_details.push_back({m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
+    s.weight_version = std::max(s.weight_version, c.version);
+  }
+  for (const Evaluation& e : s.evaluations) {
+    if (e.final) {
+      s.final_test_loss = e.test_loss;
+      s.final_test_accuracy = e.test_accuracy;
+    }
+  }
+}
+
+void Scheduler::ShowProgress(bool force) {
+  if (options_.progress_out == nullptr) return;
+  static const char* kPhaseNames[] = {"waiting for members", "starting", "training",
+                                      "final evaluation", "shutting down"};
+  JobView view;
+  view.mode = ModeName(job_.mode);
+  view.model = job_.model;
+  view.epochs = job_.epochs;
+  view.servers = job_.servers;
+  view.samples_per_epoch = chunks_.samples();
+  view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
+  view.phase = kPhaseNames[static_cast<int>(phase_)];
+  std::vector<const Member*> trainers;
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) trainers.push_back(t);
+  if (phase_ == Phase::kGathering && !force) {
+    // Nothing moves yet; a plain line now and then says what is awaited.
+    view.phase = "waiting for members: " + std::to_string(members_.Count(wire::Role::Server)) + "/" +
+                 std::to_string(job_.servers) + " servers, " + std::to_string(trainers.size()) + "/" +
+                 std::to_string(job_.trainers) + " trainers";
+  }
+  display_.Show(ProgressLines(view, trainers), force);
+}
+
+void Scheduler::SendTo(const std::string& routing_id, zmq::message_t envelope) {
+  Message message;
+  message.routing_id = zmq::message_t(routing_id.data(), routing_id.size());
+  message.envelope = std::move(envelope);
+  Status status = Send(socket_, std::move(message), SendMode::kDontWait);
+  if (!status.ok()) HETPS_LOG(WARNING) << "message to a member not delivered: " << status.message();
+}
+
+void Scheduler::Refuse(const Message& message, wire::ErrorCode code, const std::string& reason) {
+  ++bad_messages_;
+  const uint64_t seq = VerifyEnvelope(message).ok() ? message.env().seq() : 0;
+  if (bad_messages_ <= 10 || (bad_messages_ & (bad_messages_ - 1)) == 0) {
+    HETPS_LOG(WARNING) << "refused a message (" << bad_messages_ << " so far): " << reason;
+  }
+  SendTo(RoutingId(message), sender_.MakeError(code, reason, seq));
+}
+
+double Scheduler::SecondsSince(Clock::time_point start) const {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace hetps

@@ -1,0 +1,113 @@
+// Scheduler: the control plane of one job. Admits servers and trainers, checks that every trainer
+// has the same model, builds and publishes the shard map, hands out data chunks, watches
+// heartbeats, asks for evaluations, shows progress, and at the end shuts every member down and
+// writes the run summary.
+//
+// Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
+// that calls it. endpoint() may be read after Start() from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "common/job_config.h"
+#include "common/message.h"
+#include "common/shard_map.h"
+#include "common/status.h"
+#include "scheduler/chunk_queue.h"
+#include "scheduler/membership.h"
+#include "scheduler/progress_display.h"
+#include "scheduler/run_summary.h"
+
+namespace hetps {
+
+struct SchedulerOptions {
+  JobOptions job;
+  std::FILE* progress_out = stdout;   // where the live progress goes; nullptr: none
+  bool progress_in_place = false;     // redraw in place (set when progress_out is a terminal)
+};
+
+class Scheduler {
+ public:
+  Scheduler(zmq::context_t& context, SchedulerOptions options);
+  ~Scheduler();
+
+  // Binds the control endpoint (job.listen; port * picks one). endpoint() is then the bound one.
+  Status Start();
+  const std::string& endpoint() const { return endpoint_; }
+
+  // Runs the job to its end. OK when it trained every epoch and the final evaluation arrived;
+  // otherwise the reason it failed. Either way every member is told to shut down, and the run
+  // summary is written when the job names a path.
+  Status Run();
+
+  const RunSummary& summary() const { return summary_; }
+
+ private:
+  enum class Phase { kGathering, kStarting, kTraining, kFinishing, kShuttingDown };
+  using Clock = std::chrono::steady_clock;
+
+  void Handle(Message message);
+  void HandleJoin(const Message& message);
+  void HandleRegisterModel(Member& member, const Message& message);
+  void HandleChunkRequest(Member& member, const Message& message);
+  void HandleDone(Member& member, const Message& message);
+  void HandleEvalReport(Member& member, const Message& message);
+  void Tick();
+
+  // Members are all here: publish the shard map to servers.
+  void StartJob();
+  // Every server holds its shard: let the trainers start.
+  void StartTraining();
+  void DeclareDead(Member& member, const std::string& why);
+  void BroadcastMembership();
+  void MaybeRequestEvaluation();
+  void BeginShutdown(bool failed, const std::string& reason);
+  void FillSummary();
+  void ShowProgress(bool force);
+
+  void SendTo(const std::string& routing_id, zmq::message_t envelope);
+  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  zmq::message_t BuildShardMap();
+  double SecondsSince(Clock::time_point start) const;
+
+  zmq::context_t& context_;
+  SchedulerOptions options_;
+  JobOptions& job_;
+  Sender sender_{wire::Role::Scheduler};
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  Phase phase_ = Phase::kGathering;
+  Membership members_;
+  ChunkQueue chunks_;
+  std::optional<std::vector<TensorInfo>> signature_;   // the first registered trainer's model
+  std::string signature_owner_;
+  std::unique_ptr<ShardMap> shard_map_;
+  ProgressDisplay display_;
+
+  struct EvalTask {
+    uint32_t epoch = 0;
+    bool final = false;
+  };
+  std::deque<EvalTask> evals_;          // front is the one asked for, when eval_asked_
+  std::string eval_member_;             // routing id of the trainer evaluating evals_.front()
+  uint32_t next_epoch_to_evaluate_ = 0;
+  bool final_eval_queued_ = false;
+
+  Clock::time_point created_ = Clock::now();
+  Clock::time_point training_started_{};
+  Clock::time_point all_done_{};
+  Clock::time_point shutdown_deadline_{};
+  bool failed_ = false;
+  std::string failure_;
+  uint64_t bad_messages_ = 0;
+  RunSummary summary_;
+};
+
+}  // namespace hetps

@@ -1,0 +1,82 @@
+#include "trainer/chunk_sampler.h"
+
+#include <algorithm>
+
+#include "common/permutation.h"
+
+namespace hetps {
+
+ChunkSampler::ChunkSampler(ControlChannel* control, Sender* sender, uint64_t train_samples,
+                           uint64_t seed, std::chrono::milliseconds request_timeout)
+    : control_(control),
+      sender_(sender),
+      train_samples_(train_samples),
+      seed_(seed),
+      request_timeout_(request_timeout) {}
+
+const std::vector<int64_t>& ChunkSampler::Permutation(uint32_t epoch) {
+  auto it = permutations_.find(epoch);
+  if (it != permutations_.end()) return it->second;
+  // Older epochs are only needed for chunks a dead trainer left behind; keep two at most.
+  while (permutations_.size() >= 2) permutations_.erase(permutations_.begin());
+  return permutations_[epoch] = EpochPermutation(train_samples_, seed_, epoch);
+}
+
+Result<bool> ChunkSampler::Request(uint32_t epoch) {
+  flatbuffers::FlatBufferBuilder fbb(128 + 4 * finished_.size());
+  auto body = wire::CreateChunkRequestDirect(fbb, epoch, &finished_);
+  auto reply = control_->Request(sender_->Seal(fbb, wire::Body::ChunkRequest, body.Union()),
+                                 wire::Body::ChunkGrant, request_timeout_);
+  if (!reply.ok()) return reply.status();
+  finished_.clear();
+  const auto* grant = reply->body<wire::ChunkGrant>();
+  if (grant->exhausted()) {
+    last_epoch_complete_ = grant->epoch_complete();
+    return false;
+  }
+  if (grant->end() > train_samples_ || grant->begin() >= grant->end()) {
+    return Status::Protocol("the scheduler granted chunk " + std::to_string(grant->chunk()) +
+                            " with positions outside the epoch");
+  }
+  held_.push_back({grant->epoch(), grant->chunk(), grant->begin(), grant->end()});
+  return true;
+}
+
+Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count) {
+  finished_.insert(finished_.end(), drained_.begin(), drained_.end());
+  drained_.clear();
+  std::vector<int64_t> indices;
+  indices.reserve(count);
+  while (indices.size() < count) {
+    if (held_.empty()) {
+      // Asked even after an "exhausted" answer: a trainer that died may have returned chunks.
+      auto granted = Request(epoch);
+      if (!granted.ok()) return granted.status();
+      if (!*granted) break;
+      continue;
+    }
+    Held& chunk = held_.front();
+    const std::vector<int64_t>& order = Permutation(chunk.epoch);
+    const uint64_t take = std::min<uint64_t>(count - indices.size(), chunk.end - chunk.next);
+    indices.insert(indices.end(), order.begin() + chunk.next, order.begin() + chunk.next + take);
+    chunk.next += take;
+    if (chunk.next == chunk.end) {
+      drained_.push_back(chunk.chunk);
+      held_.pop_front();
+    }
+  }
+  handed_out_ += indices.size();
+  return indices;
+}
+
+Result<bool> ChunkSampler::FlushAndCheckComplete(uint32_t epoch) {
+  finished_.insert(finished_.end(), drained_.begin(), drained_.end());
+  drained_.clear();
+  if (!held_.empty()) return false;
+  auto granted = Request(epoch);
+  if (!granted.ok()) return granted.status();
+  // A chunk granted now (one a dead trainer returned) is trained by the next call of Next().
+  return !*granted && last_epoch_complete_;
+}
+
+}  // namespace hetps

@@ -1,0 +1,45 @@
+// hetps-trainer: one trainer. Needs the scheduler's address, its device and where its data lives;
+// the model, mode, batch size and everything else arrive from the scheduler.
+#include <ATen/Parallel.h>
+
+#include "common/cli.h"
+#include "common/logging.h"
+#include "trainer/trainer.h"
+
+int main(int argc, char** argv) {
+  hetps::TrainerOptions options;
+  std::string log_level;
+  int threads = 1;
+  double connect_timeout_s = 60;
+  CLI::App app("hetps trainer: computes gradients with LibTorch on its device, pushes them to the "
+               "servers and pulls fresh weights.",
+               "hetps-trainer");
+  app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
+      ->default_val(options.scheduler);
+  app.add_option("--device", options.device, "Device: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
+      ->default_val(options.device);
+  app.add_option("--data-dir", options.data_dir, "Directory with the Fashion-MNIST .gz files")
+      ->default_val(options.data_dir);
+  app.add_option("--threads", threads,
+                 "Compute threads for LibTorch on the CPU (default 1: processes sharing a machine "
+                 "slow each other down badly with more)")
+      ->default_val(threads)
+      ->check(CLI::Range(1, 256));
+  app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
+      ->default_val(connect_timeout_s)
+      ->check(CLI::Range(0.1, 86400.0));
+  hetps::AddLogLevelFlag(app, &log_level);
+  if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  hetps::ApplyLogLevel(log_level);
+  options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
+
+  // The inter-op pool must be sized before LibTorch starts any parallel work.
+  at::set_num_interop_threads(1);
+  at::set_num_threads(threads);
+
+  zmq::context_t context(1);
+  hetps::Trainer trainer(context, options);
+  hetps::Status status = trainer.Run();
+  if (!status.ok()) return hetps::FatalError("hetps-trainer", status);
+  return 0;
+}

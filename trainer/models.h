@@ -1,0 +1,42 @@
+// The models a trainer can train: an abstract Model over torch::nn::Module, and the built-ins.
+//
+// BuildModel returns a model that the caller owns (through the shared_ptr torch::nn modules are
+// designed around) and that lives on the CPU; move it with Module::to(). BuildModel may be called
+// from any thread; a Model itself is used by one trainer thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "common/status.h"
+
+namespace hetps {
+
+class Model : public torch::nn::Module {
+ public:
+  // Logits [B, 10] for normalised images [B, 1, 28, 28] on the model's device.
+  virtual torch::Tensor forward(torch::Tensor input) = 0;
+};
+
+// Builds built-in model `name` (one of BuiltinModelNames()) on the CPU with torch's default
+// initialisation, drawn right after torch::manual_seed(seed), so that every trainer building it
+// with the same seed gets identical weights. Parameters are registered in a fixed order, so
+// named_parameters() lists them identically in every process:
+//   "mlp": fc1 (784->512), fc2 (512->256), fc3 (256->10), ReLU between them; 535,818 parameters.
+//   "cnn": conv1 (1->32, 5x5, pad 2), conv2 (32->64, 5x5, pad 2), each followed by ReLU and 2x2
+//          max pooling, then fc1 (3136->512), ReLU, fc2 (512->10); 1,663,370 parameters.
+// InvalidArgument naming the value and the choices for an unknown name.
+// Reseeds torch's global CPU generator (and CUDA's, where there is one). Calls to BuildModel are
+// serialised with each other, but another thread drawing random numbers from the global generator
+// at the same time would change the weights.
+Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed);
+
+// {"mlp", "cnn"}.
+std::vector<std::string> BuiltinModelNames();
+
+}  // namespace hetps

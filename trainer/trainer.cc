@@ -1,0 +1,363 @@
+#include "trainer/trainer.h"
+
+#include <numeric>
+#include <thread>
+
+#include <torch/torch.h>
+
+#include "common/job_config.h"
+#include "common/logging.h"
+#include "common/transport.h"
+#include "common/shard_map.h"
+#include "trainer/blas_check.h"
+#include "trainer/chunk_sampler.h"
+#include "trainer/device.h"
+#include "trainer/fashion_mnist.h"
+#include "trainer/model_buffers.h"
+#include "trainer/models.h"
+#include "trainer/ps_client.h"
+
+namespace hetps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// What the scheduler told this trainer about the job.
+struct JobInfo {
+  std::string model;
+  ConsistencyMode mode = ConsistencyMode::kSync;
+  uint32_t epochs = 1;
+  uint32_t batch_size = 1;
+  uint64_t seed = 0;
+  uint64_t train_samples = 0;
+  uint32_t eval_batch_size = 1000;
+  std::chrono::milliseconds progress_interval{1000};
+  std::chrono::milliseconds request_timeout{120000};
+};
+
+Result<JobInfo> ReadJob(const Message& accepted) {
+  const wire::TrainerJob* job = accepted.body<wire::JoinAccepted>()->job();
+  if (job == nullptr) return Status::Protocol("the scheduler admitted this trainer without a job");
+  JobInfo info;
+  info.model = job->model()->str();
+  info.mode = FromWire(job->mode());
+  info.epochs = job->epochs();
+  info.batch_size = job->batch_size();
+  info.seed = job->seed();
+  info.train_samples = job->train_samples();
+  info.eval_batch_size = std::max<uint32_t>(job->eval_batch_size(), 1);
+  info.progress_interval = std::chrono::milliseconds(job->progress_interval_ms());
+  info.request_timeout = std::chrono::milliseconds(job->request_timeout_ms());
+  if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
+    return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
+  }
+  return info;
+}
+
+}  // namespace
+
+// Everything one run of a trainer holds; lives inside Run().
+class Trainer::Session {
+ public:
+  Session(zmq::context_t& context, const TrainerOptions& options)
+      : context_(context), options_(options) {}
+
+  Status Run();
+
+ private:
+  Status Setup();
+  Status TrainEpochs();
+  // One step on `indices` (none: take part in the sync round without data).
+  Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
+  // Handles what the scheduler sent (evaluation requests); stops on Shutdown.
+  Status HandleControl();
+  Status Evaluate(const wire::EvalRequest& request);
+  void ReportProgress(bool force);
+  Status WaitForShutdown();
+  // The status to return once the scheduler has said Shutdown.
+  Status ShutdownStatus() const;
+
+  zmq::context_t& context_;
+  const TrainerOptions& options_;
+  Sender sender_{wire::Role::Trainer};
+  std::unique_ptr<ControlChannel> control_;
+  torch::Device device_{torch::kCPU};
+  JobInfo job_;
+  Dataset train_;
+  Dataset test_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<ModelBuffers> buffers_;
+  std::unique_ptr<ShardMap> map_;
+  std::unique_ptr<PsClient> client_;
+  std::unique_ptr<ChunkSampler> sampler_;
+
+  uint32_t epoch_ = 0;
+  uint64_t clock_ = 0;
+  uint64_t samples_ = 0;
+  uint64_t weight_version_ = 0;
+  // Since the last progress report:
+  Clock::time_point last_report_ = Clock::now();
+  uint64_t report_samples_ = 0;
+  double report_loss_sum_ = 0;
+  uint64_t report_steps_ = 0;
+};
+
+Trainer::Trainer(zmq::context_t& context, TrainerOptions options)
+    : context_(context), options_(std::move(options)) {}
+
+Trainer::~Trainer() = default;
+
+Status Trainer::Run() {
+  Session session(context_, options_);
+  return session.Run();
+}
+
+Status Trainer::Session::Run() {
+  SetThreadLogTag("trainer");
+  Status status = Setup();
+  if (status.ok()) status = TrainEpochs();
+  if (status.ok()) status = WaitForShutdown();
+  // Whatever was under way, a Shutdown from the scheduler decides how this trainer ends.
+  if (control_ && control_->shutdown()) return ShutdownStatus();
+  return status;
+}
+
+Status Trainer::Session::ShutdownStatus() const {
+  const ShutdownNotice& notice = *control_->shutdown();
+  if (!notice.failed) return Status::Ok();
+  return Status::Unavailable("the scheduler ended the job: " + notice.reason);
+}
+
+Status Trainer::Session::Setup() {
+  auto device = SelectDevice(options_.device);
+  if (!device.ok()) return device.status();
+  device_ = *device;
+  if (auto warning = ReferenceBlasWarning()) HETPS_LOG(WARNING) << *warning;
+
+  ControlChannel::Options control_options;
+  control_options.scheduler = options_.scheduler;
+  control_options.connect_timeout = options_.connect_timeout;
+  control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
+  ControlChannel::JoinInfo info;
+  info.role = wire::Role::Trainer;
+  info.device = DeviceDescription(device_);
+  auto accepted = control_->Join(info);
+  if (!accepted.ok()) return accepted.status();
+  SetThreadLogTag("trainer " + std::to_string(sender_.rank()));
+  auto job = ReadJob(*accepted);
+  if (!job.ok()) return job.status();
+  job_ = *job;
+  HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device
+                  << "; model " << job_.model << ", " << ModeName(job_.mode) << ", batch "
+                  << job_.batch_size;
+
+  auto train = LoadFashionMnist(options_.data_dir, DatasetSplit::kTrain);
+  if (!train.ok()) return train.status();
+  train_ = std::move(*train);
+  auto test = LoadFashionMnist(options_.data_dir, DatasetSplit::kTest);
+  if (!test.ok()) return test.status();
+  test_ = std::move(*test);
+  if (static_cast<uint64_t>(train_.size()) < job_.train_samples) {
+    return Status::FailedPrecondition("the job trains on " + std::to_string(job_.train_samples) +
+                                      " samples but " + options_.data_dir + " holds " +
+                                      std::to_string(train_.size()));
+  }
+
+  auto model = BuildModel(job_.model, job_.seed);
+  if (!model.ok()) return model.status();
+  model_ = *model;
+  model_->to(device_);
+  auto buffers = ModelBuffers::Create(*model_, device_);
+  if (!buffers.ok()) return buffers.status();
+  buffers_ = std::move(*buffers);
+
+  // The shard map arrives once every member has joined, however long that takes.
+  flatbuffers::FlatBufferBuilder fbb(4096);
+  auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, buffers_->signature()));
+  auto map_message = control_->Request(sender_.Seal(fbb, wire::Body::RegisterModel, body.Union()),
+                                       wire::Body::ShardMap, std::chrono::hours(24 * 365));
+  if (!map_message.ok()) return map_message.status();
+  const auto* wire_map = map_message->body<wire::ShardMap>();
+  auto map = ShardMap::FromWire(*wire_map);
+  if (!map.ok()) return map.status().WithContext("shard map from the scheduler");
+  map_ = std::make_unique<ShardMap>(std::move(*map));
+  HETPS_RETURN_IF_ERROR(CompareSignatures(buffers_->signature(), map_->tensors())
+                            .WithContext("the shard map does not describe this trainer's model"));
+  std::vector<std::string> endpoints(map_->num_servers());
+  for (const wire::ServerEndpoint* server : *wire_map->servers()) {
+    if (server->rank() >= endpoints.size()) return Status::Protocol("shard map names a server beyond its count");
+    endpoints[server->rank()] = server->endpoint()->str();
+  }
+  PsClient::Options client_options;
+  client_options.request_timeout = job_.request_timeout;
+  client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
+  HETPS_RETURN_IF_ERROR(client_->Connect());
+  sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
+                                            job_.request_timeout);
+
+  // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
+  HostTensors initial = buffers_->HostWeights();
+  HETPS_RETURN_IF_ERROR(client_->InitWeights(initial.data, initial.owner));
+  auto pulled = client_->Pull(/*clock=*/0, /*latest=*/false, buffers_->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  buffers_->CommitWeights();
+  weight_version_ = pulled->weight_version;
+  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts";
+  return Status::Ok();
+}
+
+Status Trainer::Session::TrainEpochs() {
+  const bool sync = job_.mode == ConsistencyMode::kSync;
+  model_->train();
+  last_report_ = Clock::now();
+  while (epoch_ < job_.epochs) {
+    HETPS_RETURN_IF_ERROR(HandleControl());
+    auto indices = sampler_->Next(epoch_, job_.batch_size);
+    if (!indices.ok()) return indices.status();
+    if (indices->empty() && !sync) {
+      if (epoch_ + 1 < job_.epochs) {
+        ++epoch_;
+        continue;
+      }
+      // Out of data in the last epoch: wait until every chunk is trained (a trainer that dies
+      // returns its chunks, which this trainer then takes).
+      auto complete = sampler_->FlushAndCheckComplete(epoch_);
+      if (!complete.ok()) return complete.status();
+      if (*complete) break;
+      if (!sampler_->holds_chunks()) {
+        PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+        HETPS_RETURN_IF_ERROR(control_->Service());
+      }
+      continue;
+    }
+    uint64_t round_samples = 0;
+    HETPS_RETURN_IF_ERROR(Step(*indices, &round_samples));
+    // In sync mode the epoch ends for everyone at the first round in which nobody had data.
+    if (sync && round_samples == 0) ++epoch_;
+    ReportProgress(false);
+  }
+  ReportProgress(true);
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateDone(fbb, clock_, samples_);
+  HETPS_RETURN_IF_ERROR(control_->Send(sender_.Seal(fbb, wire::Body::Done, body.Union())));
+  HETPS_LOG(INFO) << "trained " << job_.epochs << " epochs: " << clock_ << " steps, " << samples_
+                  << " samples";
+  return Status::Ok();
+}
+
+Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* round_samples) {
+  HostTensors grads;
+  if (!indices.empty()) {
+    try {
+      Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
+      buffers_->ClearGradients();
+      torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(batch.input), batch.target);
+      loss.backward();
+      report_loss_sum_ += loss.item<double>();
+      ++report_steps_;
+    } catch (const c10::Error& e) {
+      return Status::Internal("LibTorch failed in a training step of model " + job_.model + " on " +
+                              DeviceDescription(device_) + ": " + e.what_without_backtrace());
+    }
+    grads = buffers_->HostGradients();
+  }
+  auto pulled = client_->PushPull(clock_, static_cast<uint32_t>(indices.size()), grads.data,
+                                  grads.owner, buffers_->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  buffers_->CommitWeights();
+  ++clock_;
+  samples_ += indices.size();
+  report_samples_ += indices.size();
+  weight_version_ = pulled->weight_version;
+  *round_samples = pulled->round_samples;
+  return Status::Ok();
+}
+
+Status Trainer::Session::HandleControl() {
+  HETPS_RETURN_IF_ERROR(control_->Service());
+  while (auto message = control_->TakeInbox()) {
+    switch (message->kind()) {
+      case wire::Body::EvalRequest:
+        HETPS_RETURN_IF_ERROR(Evaluate(*message->body<wire::EvalRequest>()));
+        break;
+      case wire::Body::Membership:
+        HETPS_LOG(INFO) << "membership epoch " << message->body<wire::Membership>()->membership_epoch()
+                        << ": " << message->body<wire::Membership>()->trainers()->size() << " live trainers";
+        break;
+      case wire::Body::Error:
+        HETPS_LOG(WARNING) << "the scheduler reported: " << message->body<wire::Error>()->reason()->str();
+        break;
+      default:
+        break;
+    }
+  }
+  if (control_->shutdown()) return ShutdownStatus();
+  return Status::Ok();
+}
+
+Status Trainer::Session::Evaluate(const wire::EvalRequest& request) {
+  auto pulled = client_->Pull(clock_, /*latest=*/true, buffers_->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  buffers_->CommitWeights();
+  weight_version_ = pulled->weight_version;
+  const auto start = Clock::now();
+  double loss_sum = 0;
+  int64_t correct = 0;
+  const int64_t n = test_.size();
+  std::vector<int64_t> indices;
+  try {
+    torch::NoGradGuard no_grad;
+    model_->eval();
+    for (int64_t begin = 0; begin < n; begin += job_.eval_batch_size) {
+      const int64_t end = std::min<int64_t>(n, begin + job_.eval_batch_size);
+      indices.resize(static_cast<size_t>(end - begin));
+      std::iota(indices.begin(), indices.end(), begin);
+      Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
+      torch::Tensor logits = model_->forward(batch.input);
+      loss_sum += torch::nn::functional::cross_entropy(
+                      logits, batch.target,
+                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+                      .item<double>();
+      correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
+      HETPS_RETURN_IF_ERROR(control_->Service());  // keep the heartbeats going
+    }
+    model_->train();
+  } catch (const c10::Error& e) {
+    return Status::Internal("LibTorch failed evaluating model " + job_.model + ": " +
+                            e.what_without_backtrace());
+  }
+  const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
+  const double loss = n > 0 ? loss_sum / n : 0;
+  HETPS_LOG(INFO) << "evaluated weights version " << weight_version_ << " on " << n
+                  << " test images: accuracy " << accuracy << ", loss " << loss << " ("
+                  << std::chrono::duration<double>(Clock::now() - start).count() << " s)";
+  flatbuffers::FlatBufferBuilder fbb(128);
+  auto body = wire::CreateEvalReport(fbb, request.epoch(), request.final(), weight_version_, loss,
+                                     accuracy, static_cast<uint64_t>(n));
+  return control_->Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
+}
+
+void Trainer::Session::ReportProgress(bool force) {
+  const auto now = Clock::now();
+  const double seconds = std::chrono::duration<double>(now - last_report_).count();
+  if (!force && now - last_report_ < job_.progress_interval) return;
+  flatbuffers::FlatBufferBuilder fbb(128);
+  const double loss = report_steps_ ? report_loss_sum_ / report_steps_ : 0;
+  const double rate = seconds > 0 ? report_samples_ / seconds : 0;
+  auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_);
+  Status status = control_->Send(sender_.Seal(fbb, wire::Body::Progress, body.Union()));
+  if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
+  last_report_ = now;
+  report_samples_ = 0;
+  report_loss_sum_ = 0;
+  report_steps_ = 0;
+}
+
+Status Trainer::Session::WaitForShutdown() {
+  while (true) {
+    HETPS_RETURN_IF_ERROR(HandleControl());
+    PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+  }
+}
+
+}  // namespace hetps

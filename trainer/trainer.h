@@ -1,0 +1,43 @@
+// Trainer: one training process (or thread). Joins the scheduler, builds the job's model on its
+// device, registers the model, then trains: takes data chunks on demand, computes gradients,
+// pushes them to the servers and pulls fresh weights each step, reports progress, evaluates on
+// the test set when the scheduler asks, and leaves when the scheduler shuts the job down.
+//
+// Run() does everything on the calling thread, which owns all sockets and the model.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include <zmq.hpp>
+
+#include "common/control_channel.h"
+#include "common/message.h"
+#include "common/status.h"
+
+namespace hetps {
+
+struct TrainerOptions {
+  std::string scheduler = "tcp://127.0.0.1:7400";              // the scheduler's control endpoint
+  std::string device = "auto";                                 // auto | cpu | cuda[:N] | mps
+  std::string data_dir = "/usr/share/datasets/fashion-mnist";  // where the data set's files are
+  std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
+};
+
+class Trainer {
+ public:
+  Trainer(zmq::context_t& context, TrainerOptions options);
+  ~Trainer();
+
+  // Trains until the scheduler shuts the job down: OK when the job finished, otherwise the
+  // reason this trainer (or the job) failed.
+  Status Run();
+
+ private:
+  class Session;
+  zmq::context_t& context_;
+  TrainerOptions options_;
+};
+
+}  // namespace hetps
