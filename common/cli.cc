@@ -32,7 +32,7 @@ int ParseFlags(CLI::App& app, int argc, char** argv) {
 
 int FatalError(const std::string& program, const Status& status) {
   std::cerr << program << ": error: " << status.message() << std::endl;
-  return 1;
+  return status.code() == Status::Code::kAborted ? kExitJobAborted : 1;
 }
 
 }  // namespace hetps

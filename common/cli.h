@@ -18,7 +18,12 @@ void ApplyLogLevel(const std::string& level);
 // 0 after --help, 2 after an unknown or invalid flag (the message names the flag).
 int ParseFlags(CLI::App& app, int argc, char** argv);
 
-// Prints "<program>: error: <message>" to stderr and returns the exit code 1.
+// Exit code of a member (server or trainer) whose job the scheduler ended as failed: the member
+// itself is fine; the scheduler's exit status and log say what went wrong.
+constexpr int kExitJobAborted = 3;
+
+// Prints "<program>: error: <message>" to stderr and returns the exit code: kExitJobAborted for
+// an Aborted status, 1 otherwise.
 int FatalError(const std::string& program, const Status& status);
 
 }  // namespace hetps

@@ -1,5 +1,6 @@
 #include "common/job_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -31,7 +32,9 @@ Status ReadInteger(const YAML::Node& node, const std::string& where, T min, T ma
   } catch (const std::exception&) {
     return Status::InvalidArgument(where + ": '" + text + "' is not a number");
   }
-  if (value != static_cast<long double>(static_cast<long long>(value))) {
+  // std::trunc rather than a cast to an integer type: the cast is undefined for values beyond
+  // that type, which would report 1e30 as a fraction instead of out of range.
+  if (value != std::trunc(value)) {
     return Status::InvalidArgument(where + ": '" + text + "' is not a whole number");
   }
   if (value < static_cast<long double>(min) || value > static_cast<long double>(max)) {
@@ -94,7 +97,10 @@ Status UnknownKey(const std::string& where, const std::vector<Field>& fields) {
 
 Status ReadMap(const YAML::Node& map, const std::string& source, const std::string& prefix,
                const std::vector<Field>& fields) {
-  if (!map.IsMap()) return Status::InvalidArgument(Where(source, map, prefix) + ": expected a map");
+  if (!map.IsMap()) {
+    const std::string what = prefix.empty() ? "the top level" : prefix.substr(0, prefix.size() - 1);
+    return Status::InvalidArgument(Where(source, map, what) + ": expected a map of keys to values");
+  }
   for (const auto& entry : map) {
     const std::string key = entry.first.Scalar();
     const std::string where = Where(source, entry.first, prefix + key);
@@ -265,6 +271,57 @@ Status ValidateJobOptions(const JobOptions& o) {
   }
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
   return Status::Ok();
+}
+
+std::string JobOptionsToYaml(const JobOptions& o) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "model" << YAML::Value << o.model;
+  out << YAML::Key << "dataset" << YAML::Value << o.dataset;
+  out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);
+  out << YAML::Key << "epochs" << YAML::Value << o.epochs;
+  out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
+  out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
+  const OptimizerOptions& p = o.optimizer;
+  out << YAML::Key << "name" << YAML::Value << OptimizerKindName(p.kind);
+  out << YAML::Key << "lr" << YAML::Value << p.lr;
+  out << YAML::Key << "weight_decay" << YAML::Value << p.weight_decay;
+  switch (p.kind) {
+    case OptimizerOptions::Kind::kSgd:
+      out << YAML::Key << "momentum" << YAML::Value << p.momentum;
+      out << YAML::Key << "dampening" << YAML::Value << p.dampening;
+      out << YAML::Key << "nesterov" << YAML::Value << p.nesterov;
+      break;
+    case OptimizerOptions::Kind::kAdam:
+    case OptimizerOptions::Kind::kAdamW:
+      out << YAML::Key << "beta1" << YAML::Value << p.beta1;
+      out << YAML::Key << "beta2" << YAML::Value << p.beta2;
+      out << YAML::Key << "eps" << YAML::Value << p.eps;
+      out << YAML::Key << "amsgrad" << YAML::Value << p.amsgrad;
+      break;
+    case OptimizerOptions::Kind::kAdagrad:
+      out << YAML::Key << "lr_decay" << YAML::Value << p.lr_decay;
+      out << YAML::Key << "initial_accumulator_value" << YAML::Value << p.initial_accumulator_value;
+      out << YAML::Key << "eps" << YAML::Value << p.eps;
+      break;
+  }
+  out << YAML::EndMap;
+  out << YAML::Key << "partition_bytes" << YAML::Value << o.partition_bytes;
+  out << YAML::Key << "servers" << YAML::Value << o.servers;
+  out << YAML::Key << "trainers" << YAML::Value << o.trainers;
+  out << YAML::Key << "listen" << YAML::Value << o.listen;
+  out << YAML::Key << "summary" << YAML::Value << o.summary;
+  out << YAML::Key << "seed" << YAML::Value << o.seed;
+  out << YAML::Key << "chunk_samples" << YAML::Value << o.chunk_samples;
+  out << YAML::Key << "max_train_samples" << YAML::Value << o.max_train_samples;
+  out << YAML::Key << "eval_batch_size" << YAML::Value << o.eval_batch_size;
+  out << YAML::Key << "heartbeat_interval_ms" << YAML::Value << o.heartbeat_interval_ms;
+  out << YAML::Key << "heartbeat_timeout_ms" << YAML::Value << o.heartbeat_timeout_ms;
+  out << YAML::Key << "join_timeout_s" << YAML::Value << o.join_timeout_s;
+  out << YAML::Key << "request_timeout_ms" << YAML::Value << o.request_timeout_ms;
+  out << YAML::Key << "progress_interval_ms" << YAML::Value << o.progress_interval_ms;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
 }
 
 uint64_t DatasetTrainSamples(const std::string& dataset) {

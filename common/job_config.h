@@ -54,6 +54,9 @@ Result<JobOptions> ParseJobYaml(const std::string& text, const std::string& sour
 // Reads and parses a job file; NotFound naming the path when it cannot be read.
 Result<JobOptions> LoadJobFile(const std::string& path);
 
+// The resolved job as YAML that ParseJobYaml reads back (every key, defaults included).
+std::string JobOptionsToYaml(const JobOptions& options);
+
 // Checks the relations between fields (e.g. a global batch no smaller than the trainer count).
 Status ValidateJobOptions(const JobOptions& options);
 

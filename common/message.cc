@@ -23,6 +23,11 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes) {
   if (env->body_type() == wire::Body::NONE || env->body() == nullptr) {
     return Status::Protocol("envelope has no body");
   }
+  // The generated verifier accepts kinds it does not know without looking inside them.
+  if (env->body_type() > wire::Body::MAX) {
+    return Status::Protocol("envelope has an unknown message kind " +
+                            std::to_string(static_cast<int>(env->body_type())));
+  }
   return Status::Ok();
 }
 

@@ -145,10 +145,16 @@ Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
     p.offset = spec->offset();
     p.length = spec->length();
     p.server = spec->server();
-    if (p.tensor >= map.tensors_.size() || p.server >= map.num_servers_ || p.length == 0) {
-      return Status::Protocol("shard map partition " + std::to_string(p.id) +
-                              " names a missing tensor or server, or is empty");
+    const std::string name = "shard map partition " + std::to_string(p.id);
+    if (p.tensor >= map.tensors_.size()) {
+      return Status::Protocol(name + " names tensor " + std::to_string(p.tensor) + " of " +
+                              std::to_string(map.tensors_.size()));
     }
+    if (p.server >= map.num_servers_) {
+      return Status::Protocol(name + " names server " + std::to_string(p.server) + " of " +
+                              std::to_string(map.num_servers_));
+    }
+    if (p.length == 0) return Status::Protocol(name + " is empty");
     // Partitions of a tensor arrive in order and must tile it without gaps or overlaps.
     if (p.offset != covered[p.tensor]) {
       return Status::Protocol("shard map partition " + std::to_string(p.id) + " of " +

@@ -14,6 +14,7 @@ const char* CodeName(Status::Code code) {
     case Status::Code::kProtocol: return "protocol error";
     case Status::Code::kFailedPrecondition: return "failed precondition";
     case Status::Code::kInternal: return "internal error";
+    case Status::Code::kAborted: return "aborted";
   }
   return "unknown";
 }

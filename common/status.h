@@ -26,6 +26,7 @@ class Status {
     kProtocol,           // a peer sent something malformed or unexpected
     kFailedPrecondition, // the request does not fit the current state
     kInternal,           // an error in a library we call (e.g. LibTorch)
+    kAborted,            // the scheduler ended the job (this process did nothing wrong)
   };
 
   Status() = default;
@@ -42,6 +43,7 @@ class Status {
     return {Code::kFailedPrecondition, std::move(m)};
   }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
+  static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -1,6 +1,9 @@
 #include "common/transport.h"
 
+#include <cstddef>
+#include <cstring>
 #include <iterator>
+#include <new>
 
 #include <zmq_addon.hpp>
 
@@ -41,6 +44,25 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint) {
   return Status::Ok();
 }
 
+namespace {
+
+constexpr size_t kFrameAlignment = alignof(std::max_align_t);
+
+void FreeAlignedCopy(void* data, void* /*hint*/) { ::operator delete(data, std::align_val_t(kFrameAlignment)); }
+
+// ZeroMQ hands out small and medium frames as slices of its receive buffer at any byte offset.
+// Envelopes (FlatBuffers) and tensors (floats) are read in place, so those few frames are copied
+// to aligned memory; large frames have buffers of their own and are already aligned.
+zmq::message_t Aligned(zmq::message_t frame) {
+  const size_t size = frame.size();
+  if (size == 0 || reinterpret_cast<uintptr_t>(frame.data()) % kFrameAlignment == 0) return frame;
+  void* copy = ::operator new(size, std::align_val_t(kFrameAlignment));
+  std::memcpy(copy, frame.data(), size);
+  return zmq::message_t(copy, size, &FreeAlignedCopy, nullptr);
+}
+
+}  // namespace
+
 Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router) {
   std::vector<zmq::message_t> frames;
   try {
@@ -52,9 +74,9 @@ Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router) {
   Message message;
   size_t next = 0;
   if (router && next < frames.size()) message.routing_id = std::move(frames[next++]);
-  if (next < frames.size()) message.envelope = std::move(frames[next++]);
+  if (next < frames.size()) message.envelope = Aligned(std::move(frames[next++]));
   message.tensors.reserve(frames.size() - next);
-  for (; next < frames.size(); ++next) message.tensors.push_back(std::move(frames[next]));
+  for (; next < frames.size(); ++next) message.tensors.push_back(Aligned(std::move(frames[next])));
   return std::optional<Message>(std::move(message));
 }
 

@@ -36,7 +36,8 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
 Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 
 // Receives one whole multipart message if one is waiting, without blocking. On a ROUTER
-// (`router` true) the first frame is the peer's routing id. A message lacking an envelope frame
+// (`router` true) the first frame is the peer's routing id. The envelope and tensor frames are
+// aligned for in-place reads (a frame ZeroMQ delivers unaligned is copied). A message lacking an envelope frame
 // is still returned (with an empty envelope) so the caller can refuse and count it.
 Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router);
 

@@ -57,7 +57,8 @@ Status Server::Run() {
       if (control_->shutdown()) {
         HETPS_RETURN_IF_ERROR(control_->Send(BuildHeartbeat(sender_, true)));
         const auto& notice = *control_->shutdown();
-        HETPS_LOG(INFO) << "shutting down: " << (notice.reason.empty() ? "job finished" : notice.reason);
+        if (notice.failed) return Status::Aborted("the scheduler ended the job: " + notice.reason);
+        HETPS_LOG(INFO) << "shutting down: the job is finished";
         return Status::Ok();
       }
     }
@@ -185,7 +186,7 @@ void Server::HandleData(Message message) {
     }
     case wire::Body::Pull: {
       const auto* body = message.body<wire::Pull>();
-      Status status = shard_->ValidatePull(*body);
+      Status status = shard_->ValidatePull(trainer, *body);
       if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
       PendingPull pull;
       pull.routing_id = std::move(message.routing_id);

@@ -41,6 +41,9 @@ class Server {
   Status Start();
   const std::string& endpoint() const { return endpoint_; }
 
+  // The scheduler to join, when it is only known after construction. Call before Run().
+  void set_scheduler(std::string endpoint) { options_.scheduler = std::move(endpoint); }
+
   // Joins the scheduler and serves until it says Shutdown (OK) or is lost (Unavailable).
   Status Run();
 

@@ -200,11 +200,20 @@ void Shard::ApplyStep(Slot& slot, const float* grad, float grad_scale) {
                     static_cast<int64_t>(slot.version), 1.0f);
 }
 
-Status Shard::ValidatePull(const wire::Pull& pull) const {
+Status Shard::ValidatePull(uint32_t trainer, const wire::Pull& pull) const {
   if (pull.dtype() != wire::DType::F32) {
     return Status::FailedPrecondition("weights travel as float32 in this version");
   }
-  for (uint32_t id : *pull.partitions()) {
+  if (!IsLive(trainer)) {
+    return Status::FailedPrecondition("trainer " + std::to_string(trainer) +
+                                      " is not a live member of the job");
+  }
+  std::vector<uint32_t> ids(pull.partitions()->begin(), pull.partitions()->end());
+  std::sort(ids.begin(), ids.end());
+  if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+    return Status::Protocol("pull lists a partition twice");
+  }
+  for (uint32_t id : ids) {
     auto slot = Find(id);
     if (!slot.ok()) return slot.status();
   }

@@ -50,8 +50,8 @@ class Shard {
   // out-of-turn push, or a trainer that is not live. Gradient bytes are read in place.
   Status Push(uint32_t trainer, const wire::Push& push, const std::vector<zmq::message_t>& frames);
 
-  // Checks that a pull names known partitions of this shard.
-  Status ValidatePull(const wire::Pull& pull) const;
+  // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
+  Status ValidatePull(uint32_t trainer, const wire::Pull& pull) const;
 
   // Whether the weights a pull asks for exist yet: every partition initialised and, in sync mode
   // unless `latest`, round `clock` complete.

@@ -1,6 +1,8 @@
 // hetps-scheduler: runs one training job. Reads the job file, waits for the servers and trainers
 // it names, drives the job to its end, prints progress and the final accuracy, and writes the run
 // summary. Flags override the job file's fields.
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 
 #include "common/cli.h"
@@ -8,6 +10,10 @@
 #include "scheduler/scheduler.h"
 
 namespace {
+
+// Set by SIGINT/SIGTERM: the scheduler then shuts the job down cleanly and writes its summary.
+std::atomic<bool> g_stop{false};
+void RequestStop(int) { g_stop.store(true); }
 
 struct Overrides {
   std::string model, mode, optimizer, listen, summary;
@@ -81,6 +87,12 @@ int main(int argc, char** argv) {
   app.add_option("--progress", progress,
                  "Progress display: auto (in place on a terminal, else plain lines), plain, none")
       ->check(CLI::IsMember({"auto", "plain", "none"}));
+  std::string endpoint_file;
+  bool check_only = false;
+  app.add_flag("--check", check_only,
+               "Validate the job, print it as YAML with every default filled in, and exit");
+  app.add_option("--endpoint-file", endpoint_file,
+                 "Write the endpoint actually bound (useful with port *) to this file");
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   hetps::ApplyLogLevel(log_level);
@@ -94,10 +106,19 @@ int main(int argc, char** argv) {
   hetps::Status status = ApplyOverrides(app, o, &job);
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
 
+  if (check_only) {
+    std::fputs(hetps::JobOptionsToYaml(job).c_str(), stdout);
+    return 0;
+  }
+
   hetps::SchedulerOptions options;
   options.job = job;
   options.progress_out = progress == "none" ? nullptr : stdout;
   options.progress_in_place = progress == "auto" && hetps::IsTerminal(stdout);
+  options.endpoint_file = endpoint_file;
+  options.stop = &g_stop;
+  std::signal(SIGINT, RequestStop);
+  std::signal(SIGTERM, RequestStop);
   zmq::context_t context(1);
   hetps::Scheduler scheduler(context, options);
   status = scheduler.Run();

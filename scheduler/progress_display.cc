@@ -20,6 +20,7 @@ void ProgressDisplay::Erase() {
 }
 
 void ProgressDisplay::Show(const std::vector<std::string>& lines, bool force) {
+  if (out_ == nullptr) return;
   last_lines_ = lines;
   if (in_place_) {
     Erase();
@@ -36,6 +37,7 @@ void ProgressDisplay::Show(const std::vector<std::string>& lines, bool force) {
 }
 
 void ProgressDisplay::Note(const std::string& line) {
+  if (out_ == nullptr) return;
   if (in_place_) {
     Erase();
     std::fprintf(out_, "%s\n", line.c_str());

@@ -16,7 +16,8 @@ namespace hetps {
 
 class ProgressDisplay {
  public:
-  // `in_place`: redraw on a terminal. Use IsTerminal(stdout) to decide.
+  // `in_place`: redraw on a terminal. Use IsTerminal(stdout) to decide. A null `out` shows
+  // nothing.
   ProgressDisplay(std::FILE* out, bool in_place, std::chrono::milliseconds plain_interval);
 
   // Shows `lines`. Plain output skips the call when the last print is younger than the interval,

@@ -50,6 +50,9 @@ Status Scheduler::Start() {
                                    " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
+  if (!options_.endpoint_file.empty()) {
+    HETPS_RETURN_IF_ERROR(WriteFileAtomically(options_.endpoint_file, endpoint_ + "\n"));
+  }
   return Status::Ok();
 }
 
@@ -69,6 +72,9 @@ Status Scheduler::Run() {
       }
     }
     Tick();
+    if (options_.stop != nullptr && options_.stop->load()) {
+      BeginShutdown(true, "the scheduler was asked to stop (signal)");
+    }
     if (phase_ == Phase::kShuttingDown) {
       bool all_gone = true;
       for (Member* server : members_.Members(wire::Role::Server)) {
@@ -424,7 +430,7 @@ void Scheduler::BeginShutdown(bool failed, const std::string& reason) {
   shutdown_deadline_ = Clock::now() + kGoodbyeWait;
   if (failed) {
     HETPS_LOG(ERROR) << "the job failed: " << reason;
-    if (options_.progress_out != nullptr) display_.Note("job failed: " + reason);
+    display_.Note("job failed: " + reason);
   } else {
     HETPS_LOG(INFO) << "the job is complete; shutting the members down";
   }

@@ -7,6 +7,7 @@
 // that calls it. endpoint() may be read after Start() from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <deque>
@@ -31,6 +32,8 @@ struct SchedulerOptions {
   JobOptions job;
   std::FILE* progress_out = stdout;   // where the live progress goes; nullptr: none
   bool progress_in_place = false;     // redraw in place (set when progress_out is a terminal)
+  std::string endpoint_file;          // write the bound endpoint here once listening (optional)
+  const std::atomic<bool>* stop = nullptr;  // when it turns true, the job is ended as failed
 };
 
 class Scheduler {

@@ -69,7 +69,7 @@ class Trainer::Session {
   Status TrainEpochs();
   // One step on `indices` (none: take part in the sync round without data).
   Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
-  // Handles what the scheduler sent (evaluation requests); stops on Shutdown.
+  // Handles what the scheduler sent (evaluation requests); Aborted once it said Shutdown.
   Status HandleControl();
   Status Evaluate(const wire::EvalRequest& request);
   void ReportProgress(bool force);
@@ -100,6 +100,7 @@ class Trainer::Session {
   uint64_t report_samples_ = 0;
   double report_loss_sum_ = 0;
   uint64_t report_steps_ = 0;
+  double last_loss_ = 0;
 };
 
 Trainer::Trainer(zmq::context_t& context, TrainerOptions options)
@@ -125,7 +126,7 @@ Status Trainer::Session::Run() {
 Status Trainer::Session::ShutdownStatus() const {
   const ShutdownNotice& notice = *control_->shutdown();
   if (!notice.failed) return Status::Ok();
-  return Status::Unavailable("the scheduler ended the job: " + notice.reason);
+  return Status::Aborted("the scheduler ended the job: " + notice.reason);
 }
 
 Status Trainer::Session::Setup() {
@@ -291,7 +292,8 @@ Status Trainer::Session::HandleControl() {
         break;
     }
   }
-  if (control_->shutdown()) return ShutdownStatus();
+  // Run() turns this into the right final status, OK for a job that finished.
+  if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
   return Status::Ok();
 }
 
@@ -342,7 +344,8 @@ void Trainer::Session::ReportProgress(bool force) {
   const double seconds = std::chrono::duration<double>(now - last_report_).count();
   if (!force && now - last_report_ < job_.progress_interval) return;
   flatbuffers::FlatBufferBuilder fbb(128);
-  const double loss = report_steps_ ? report_loss_sum_ / report_steps_ : 0;
+  if (report_steps_ > 0) last_loss_ = report_loss_sum_ / report_steps_;
+  const double loss = last_loss_;
   const double rate = seconds > 0 ? report_samples_ / seconds : 0;
   auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_);
   Status status = control_->Send(sender_.Seal(fbb, wire::Body::Progress, body.Union()));
@@ -355,7 +358,7 @@ void Trainer::Session::ReportProgress(bool force) {
 
 Status Trainer::Session::WaitForShutdown() {
   while (true) {
-    HETPS_RETURN_IF_ERROR(HandleControl());
+    HETPS_RETURN_IF_ERROR(HandleControl());  // Aborted (mapped by Run) once the job ends
     PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
   }
 }

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# Starts a whole hetps cluster on this machine (127.0.0.1): one scheduler, N servers and M
+# trainers, shows the scheduler's progress, and stops every process it started when the job
+# ends, when any of them fails, or on Ctrl-C. Logs go to a run directory.
+#
+#   scripts/launch_local.sh [--config FILE] [options] [-- extra hetps-scheduler flags]
+#
+# Job options (override the job file; see hetps-scheduler --help):
+#   --servers N  --trainers N  --mode sync|async  --model mlp|cnn  --epochs N
+#   --optimizer NAME  --lr X  --global-batch-size N  --max-train-samples N  --summary FILE
+# Trainer options:
+#   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
+# Launcher options:
+#   --run-dir DIR      where logs go (default runs/<date-time>)
+#   --build-dir DIR    where the binaries are built (default build)
+#   --no-build         do not (re)build before starting
+#   --progress auto|plain|none   the scheduler's progress display (default auto)
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir="$root/build"
+run_dir=""
+build=1
+device=cpu
+data_dir=/usr/share/datasets/fashion-mnist
+threads=1
+progress=auto
+scheduler_flags=()
+
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a value" >&2; exit 2; }; }
+
+while (($#)); do
+  case $1 in
+    --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--global-batch-size|\
+    --max-train-samples|--summary|--seed)
+      need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
+    --device) need_value "$@"; device=$2; shift 2 ;;
+    --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
+    --threads) need_value "$@"; threads=$2; shift 2 ;;
+    --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
+    --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
+    --progress) need_value "$@"; progress=$2; shift 2 ;;
+    --no-build) build=0; shift ;;
+    -h|--help) usage; exit 0 ;;
+    --) shift; scheduler_flags+=("$@"); break ;;
+    *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+if ((build)); then
+  "$root/scripts/build.sh" --build-dir "$build_dir" --binaries-only
+fi
+bin="$build_dir/bin"
+for program in hetps-scheduler hetps-server hetps-trainer; do
+  [[ -x $bin/$program ]] || { echo "launch_local.sh: $bin/$program is missing; build first (scripts/build.sh)" >&2; exit 1; }
+done
+
+# Resolve the job once up front: this validates it and tells how many processes to start.
+resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
+servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
+trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
+
+run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$run_dir"
+echo "$resolved" > "$run_dir/job.yaml"
+echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
+
+names=()   # names[pid]
+pids=()
+start() {  # start NAME LOG COMMAND...
+  local name=$1 log=$2
+  shift 2
+  "$@" >> "$log" 2>&1 &
+  names[$!]=$name
+  pids+=($!)
+}
+
+stop_all() {
+  local signal=${1:-TERM}
+  for pid in "${pids[@]}"; do kill -s "$signal" "$pid" 2>/dev/null || true; done
+}
+
+finish() {  # waits up to $1 seconds for every process, then kills what is left
+  local deadline=$((SECONDS + $1))
+  while ((SECONDS < deadline)); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || return 0
+    sleep 0.2
+  done
+  stop_all TERM
+  sleep 1
+  stop_all KILL
+}
+
+interrupted() {
+  trap - INT TERM
+  echo
+  echo "launch_local.sh: interrupted; stopping the cluster (logs in $run_dir)" >&2
+  [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null
+  finish 5
+  exit 130
+}
+trap interrupted INT TERM
+
+endpoint_file="$run_dir/scheduler.endpoint"
+rm -f "$endpoint_file"
+# The scheduler's progress goes to this terminal; its log to the run directory.
+"$bin/hetps-scheduler" "${scheduler_flags[@]}" --listen 'tcp://127.0.0.1:*' \
+  --endpoint-file "$endpoint_file" --progress "$progress" 2>> "$run_dir/scheduler.log" &
+scheduler_pid=$!
+names[$scheduler_pid]=scheduler
+pids+=($scheduler_pid)
+
+for _ in $(seq 100); do
+  [[ -s $endpoint_file ]] && break
+  kill -0 "$scheduler_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if [[ ! -s $endpoint_file ]]; then
+  echo "launch_local.sh: the scheduler did not start; last lines of $run_dir/scheduler.log:" >&2
+  tail -n 20 "$run_dir/scheduler.log" >&2
+  finish 2
+  exit 1
+fi
+endpoint=$(<"$endpoint_file")
+
+for ((i = 0; i < servers; i++)); do
+  start "server-$i" "$run_dir/server-$i.log" "$bin/hetps-server" --scheduler "$endpoint"
+done
+for ((i = 0; i < trainers; i++)); do
+  start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
+    --device "$device" --data-dir "$data_dir" --threads "$threads"
+done
+
+# Watch until the scheduler ends the job, or a member fails on its own. (Polling rather than
+# `wait -n` keeps this working with the bash 3.2 that macOS ships.)
+status=0
+name=""
+watching=("${pids[@]}")
+while ((${#watching[@]})) && [[ -z $name ]]; do
+  sleep 0.2
+  still=()
+  for pid in "${watching[@]}"; do
+    if kill -0 "$pid" 2>/dev/null; then
+      still+=("$pid")
+      continue
+    fi
+    set +e
+    wait "$pid"
+    code=$?
+    set -e
+    if [[ ${names[$pid]} == scheduler ]]; then
+      name=scheduler
+      status=$code
+      break
+    fi
+    # 3: the member left because the scheduler ended the job; the scheduler reports why.
+    if ((code != 0 && code != 3)); then
+      name=${names[$pid]}
+      echo "launch_local.sh: $name failed (exit $code); last lines of $run_dir/$name.log:" >&2
+      tail -n 15 "$run_dir/$name.log" >&2
+      status=1
+      kill -s TERM "$scheduler_pid" 2>/dev/null || true
+      break
+    fi
+  done
+  watching=(${still[@]+"${still[@]}"})
+done
+
+finish 10
+if ((status != 0)); then
+  echo "launch_local.sh: the job failed; logs in $run_dir" >&2
+  [[ $name == scheduler ]] && tail -n 5 "$run_dir/scheduler.log" >&2
+  exit 1
+fi
+echo "launch_local.sh: done; logs in $run_dir"

@@ -1,0 +1,143 @@
+// Sync mode end to end: two trainers on fixed, disjoint batches against one process on the
+// concatenated batches, through a real scheduler and two servers on 127.0.0.1.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include <future>
+
+#include "tests/support/local_cluster.h"
+#include "trainer/fashion_mnist.h"
+#include "trainer/model_buffers.h"
+#include "trainer/models.h"
+
+namespace hetps {
+namespace {
+
+constexpr int kSteps = 5;
+constexpr int kPerTrainer = 32;
+constexpr int kTrainers = 2;
+
+std::vector<int64_t> Rows(int64_t begin, int64_t count) {
+  std::vector<int64_t> rows(static_cast<size_t>(count));
+  std::iota(rows.begin(), rows.end(), begin);
+  return rows;
+}
+
+// One trainer of the cluster: trainer `rank` takes rows [step*64 + rank*32, +32) at each step.
+Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster, const Dataset& data,
+                                                  uint64_t seed) {
+  auto model = BuildModel("mlp", seed);
+  if (!model.ok()) return model.status();
+  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
+  if (!buffers.ok()) return buffers.status();
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  HETPS_RETURN_IF_ERROR(trainer.Setup((*buffers)->signature()));
+  HostTensors initial = (*buffers)->HostWeights();
+  HETPS_RETURN_IF_ERROR(trainer.client().InitWeights(initial.data, initial.owner));
+  auto pulled = trainer.client().Pull(0, false, (*buffers)->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  for (int step = 0; step < kSteps; ++step) {
+    auto rows = Rows(step * kPerTrainer * kTrainers + trainer.rank() * kPerTrainer, kPerTrainer);
+    Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
+    (*buffers)->ClearGradients();
+    torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
+    HostTensors grads = (*buffers)->HostGradients();
+    auto result = trainer.client().PushPull(step, kPerTrainer, grads.data, grads.owner,
+                                            (*buffers)->weight_targets());
+    if (!result.ok()) return result.status();
+    if (result->round_samples != kPerTrainer * kTrainers) {
+      return Status::Internal("round " + std::to_string(step) + " had " +
+                              std::to_string(result->round_samples) + " samples");
+    }
+  }
+  std::vector<torch::Tensor> weights;
+  for (const auto& p : (*model)->parameters()) weights.push_back(p.detach().clone());
+  return weights;
+}
+
+// The same steps in one process on the concatenated batches.
+std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
+                                      const std::function<std::unique_ptr<torch::optim::Optimizer>(
+                                          std::vector<torch::Tensor>)>& make_optimizer) {
+  auto model = *BuildModel("mlp", seed);
+  auto optimizer = make_optimizer(model->parameters());
+  for (int step = 0; step < kSteps; ++step) {
+    auto rows = Rows(step * kPerTrainer * kTrainers, kPerTrainer * kTrainers);
+    Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
+    optimizer->zero_grad();
+    torch::nn::functional::cross_entropy(model->forward(batch.input), batch.target).backward();
+    optimizer->step();
+  }
+  std::vector<torch::Tensor> weights;
+  for (const auto& p : model->parameters()) weights.push_back(p.detach().clone());
+  return weights;
+}
+
+void CheckEquivalence(const OptimizerOptions& options,
+                      const std::function<std::unique_ptr<torch::optim::Optimizer>(
+                          std::vector<torch::Tensor>)>& make_optimizer) {
+  auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
+  CATCH_REQUIRE(data.ok());
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 2, kTrainers);
+  job.optimizer = options;
+  job.partition_bytes = 256 << 10;  // fc1 alone is 7 partitions, spread over both servers
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+
+  std::vector<std::future<Result<std::vector<torch::Tensor>>>> trainers;
+  for (int t = 0; t < kTrainers; ++t) {
+    trainers.push_back(std::async(std::launch::async, [&] { return TrainInCluster(cluster, *data, job.seed); }));
+  }
+  std::vector<std::vector<torch::Tensor>> results;
+  for (auto& trainer : trainers) {
+    auto result = trainer.get();
+    CATCH_INFO(result.status().ToString());
+    CATCH_REQUIRE(result.ok());
+    results.push_back(std::move(*result));
+  }
+  const auto alone = TrainAlone(*data, job.seed, make_optimizer);
+  double worst = 0;
+  for (const auto& weights : results) {
+    CATCH_REQUIRE(weights.size() == alone.size());
+    for (size_t i = 0; i < weights.size(); ++i) {
+      worst = std::max(worst, (weights[i] - alone[i]).abs().max().item<double>());
+    }
+  }
+  CATCH_INFO("largest difference from one process: " << worst);
+  CATCH_CHECK(worst < 1e-5);
+  // The weights must actually have moved, or the comparison proves nothing.
+  auto initial = *BuildModel("mlp", job.seed);
+  CATCH_CHECK((initial->parameters()[0] - alone[0]).abs().max().item<double>() > 1e-4);
+  cluster.Stop();
+  for (const ServerSummary& server : cluster.summary().server_details) {
+    CATCH_CHECK(server.version == kSteps);
+  }
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("Two trainers in sync mode with SGD and momentum equal one process on the concatenated batches",
+                "[ps][sync]") {
+  OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  options.lr = 0.05;
+  options.momentum = 0.9;
+  options.nesterov = true;
+  options.weight_decay = 1e-4;
+  CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
+    return std::make_unique<torch::optim::SGD>(
+        params, torch::optim::SGDOptions(options.lr).momentum(options.momentum).nesterov(true).weight_decay(
+                    options.weight_decay));
+  });
+}
+
+CATCH_TEST_CASE("Two trainers in sync mode with Adam equal one process on the concatenated batches",
+                "[ps][sync]") {
+  OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kAdam);
+  options.lr = 1e-3;
+  CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
+    return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(options.lr));
+  });
+}
+
+}  // namespace hetps

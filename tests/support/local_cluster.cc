@@ -1,0 +1,107 @@
+#include "tests/support/local_cluster.h"
+
+namespace hetps::testing {
+
+JobOptions TestJob(const std::string& model, ConsistencyMode mode, uint32_t servers, uint32_t trainers) {
+  JobOptions job;
+  job.model = model;
+  job.mode = mode;
+  job.servers = servers;
+  job.trainers = trainers;
+  job.listen = "tcp://127.0.0.1:*";
+  job.heartbeat_interval_ms = 200;
+  job.heartbeat_timeout_ms = 5000;
+  job.join_timeout_s = 120;
+  job.request_timeout_ms = 60000;
+  job.progress_interval_ms = 500;
+  return job;
+}
+
+LocalCluster::LocalCluster(JobOptions job, ServerOptions server_options) : context_(1) {
+  SchedulerOptions options;
+  options.job = std::move(job);
+  options.progress_out = nullptr;
+  options.stop = &stop_;
+  scheduler_ = std::make_unique<Scheduler>(context_, options);
+  server_options.bind = "tcp://127.0.0.1:*";
+  server_options.connect_timeout = std::chrono::seconds(30);
+  for (uint32_t i = 0; i < options.job.servers; ++i) {
+    servers_.push_back(std::make_unique<Server>(context_, server_options));
+  }
+}
+
+LocalCluster::~LocalCluster() {
+  if (scheduler_result_.valid()) {
+    stop_.store(true);
+    scheduler_result_.wait();
+  }
+  JoinServers();
+}
+
+Status LocalCluster::Start() {
+  HETPS_RETURN_IF_ERROR(scheduler_->Start());
+  for (auto& server : servers_) {
+    HETPS_RETURN_IF_ERROR(server->Start());
+  }
+  Scheduler* scheduler = scheduler_.get();
+  scheduler_result_ = std::async(std::launch::async, [scheduler] { return scheduler->Run(); });
+  server_results_.assign(servers_.size(), Status::Ok());
+  for (size_t i = 0; i < servers_.size(); ++i) {
+    servers_[i]->set_scheduler(scheduler_->endpoint());
+    server_threads_.emplace_back([this, i] { server_results_[i] = servers_[i]->Run(); });
+  }
+  return Status::Ok();
+}
+
+Status LocalCluster::WaitForJob(std::chrono::seconds timeout) {
+  if (scheduler_result_.wait_for(timeout) != std::future_status::ready) {
+    return Status::Timeout("the job did not end within " + std::to_string(timeout.count()) + " s");
+  }
+  Status status = scheduler_result_.get();
+  JoinServers();
+  return status;
+}
+
+Status LocalCluster::Stop() {
+  stop_.store(true);
+  return WaitForJob(std::chrono::seconds(60));
+}
+
+void LocalCluster::JoinServers() {
+  for (std::thread& t : server_threads_) {
+    if (t.joinable()) t.join();
+  }
+}
+
+ScriptedTrainer::ScriptedTrainer(zmq::context_t& context, std::string scheduler_endpoint)
+    : context_(context), scheduler_endpoint_(std::move(scheduler_endpoint)) {}
+
+Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature) {
+  ControlChannel::Options options;
+  options.scheduler = scheduler_endpoint_;
+  options.connect_timeout = std::chrono::seconds(30);
+  control_ = std::make_unique<ControlChannel>(context_, options, &sender_);
+  ControlChannel::JoinInfo info;
+  info.role = wire::Role::Trainer;
+  info.device = "cpu";
+  auto accepted = control_->Join(info);
+  if (!accepted.ok()) return accepted.status();
+  flatbuffers::FlatBufferBuilder fbb(1024);
+  auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, signature));
+  auto reply = control_->Request(sender_.Seal(fbb, wire::Body::RegisterModel, body.Union()),
+                                 wire::Body::ShardMap, std::chrono::seconds(60));
+  if (!reply.ok()) return reply.status();
+  const auto* wire_map = reply->body<wire::ShardMap>();
+  auto map = ShardMap::FromWire(*wire_map);
+  if (!map.ok()) return map.status();
+  map_ = std::make_unique<ShardMap>(std::move(*map));
+  std::vector<std::string> endpoints(map_->num_servers());
+  for (const wire::ServerEndpoint* server : *wire_map->servers()) {
+    endpoints[server->rank()] = server->endpoint()->str();
+  }
+  client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(),
+                                       PsClient::Options{});
+  return client_->Connect();
+}
+
+}  // namespace hetps::testing

@@ -1,0 +1,87 @@
+// Test support: a scheduler and servers running as threads of the test process on 127.0.0.1 with
+// real sockets (LocalCluster), and a trainer driven by the test step by step (ScriptedTrainer),
+// for tests that need fixed batches or fixed gradients. Real Trainer objects can join too.
+//
+// A LocalCluster is created, started and destroyed by one test thread; its components run on
+// threads of their own.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/control_channel.h"
+#include "common/job_config.h"
+#include "common/shard_map.h"
+#include "ps/server.h"
+#include "scheduler/scheduler.h"
+#include "trainer/ps_client.h"
+
+namespace hetps::testing {
+
+// A job for tests: listens on a free port, no progress display, short timeouts.
+JobOptions TestJob(const std::string& model, ConsistencyMode mode, uint32_t servers,
+                   uint32_t trainers);
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(JobOptions job, ServerOptions server_options = {});
+  ~LocalCluster();
+
+  // Binds the scheduler and every server, then runs each on a thread.
+  Status Start();
+
+  const std::string& scheduler_endpoint() const { return scheduler_->endpoint(); }
+  Server& server(size_t i) { return *servers_[i]; }
+  zmq::context_t& context() { return context_; }
+
+  // Waits for the scheduler to end the job; its status, or Timeout.
+  Status WaitForJob(std::chrono::seconds timeout);
+  // Asks the scheduler to end the job now (as failed) and waits for it.
+  Status Stop();
+  // The run summary, once WaitForJob or Stop has returned.
+  const RunSummary& summary() const { return scheduler_->summary(); }
+  // Statuses the servers' Run() returned; valid after the destructor would have joined them,
+  // i.e. call after WaitForJob/Stop, which waits for the servers too.
+  const std::vector<Status>& server_results() const { return server_results_; }
+
+ private:
+  void JoinServers();
+
+  zmq::context_t context_;
+  std::atomic<bool> stop_{false};
+  std::unique_ptr<Scheduler> scheduler_;
+  std::vector<std::unique_ptr<Server>> servers_;
+  std::future<Status> scheduler_result_;
+  std::vector<std::thread> server_threads_;
+  std::vector<Status> server_results_;
+};
+
+// A trainer whose every step the test decides: joins, registers a model signature, receives the
+// shard map and connects to the servers; then the test calls the PsClient directly.
+class ScriptedTrainer {
+ public:
+  ScriptedTrainer(zmq::context_t& context, std::string scheduler_endpoint);
+
+  Status Setup(const std::vector<TensorInfo>& signature);
+  PsClient& client() { return *client_; }
+  const ShardMap& map() const { return *map_; }
+  uint32_t rank() const { return sender_.rank(); }
+  ControlChannel& control() { return *control_; }
+
+ private:
+  zmq::context_t& context_;
+  std::string scheduler_endpoint_;
+  Sender sender_{wire::Role::Trainer};
+  std::unique_ptr<ControlChannel> control_;
+  std::unique_ptr<ShardMap> map_;
+  std::unique_ptr<PsClient> client_;
+};
+
+}  // namespace hetps::testing
