@@ -31,6 +31,7 @@ std::string RunSummary::ToJson() const {
   j["steps"] = steps;
   j["samples"] = samples;
   j["samples_per_second"] = samples_per_second;
+  j["samples_completed"] = samples_completed;
   j["wall_seconds"] = wall_seconds;
   j["train_seconds"] = train_seconds;
   j["final_test_loss"] = final_test_loss;

@@ -54,6 +54,8 @@ struct RunSummary {
   double wall_seconds = 0;          // training start to the final evaluation
   double train_seconds = 0;         // training start to the last trainer's Done
   double samples_per_second = 0;    // all trainers' samples / train_seconds
+  uint64_t samples_completed = 0;   // samples of data chunks reported trained, over all epochs
+                                    // (epochs x samples per epoch once the job is complete)
   double final_test_loss = 0;
   double final_test_accuracy = 0;
   uint64_t weight_version = 0;

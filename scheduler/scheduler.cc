@@ -467,6 +467,7 @@ void Scheduler::FillSummary() {
                                  t->progress.clock, t->progress.samples, t->alive});
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
+  s.samples_completed = chunks_.completed_samples();
   s.server_details.clear();
   s.weight_version = 0;
   for (Member* m : members_.Members(wire::Role::Server, false)) {

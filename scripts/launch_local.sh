@@ -7,7 +7,8 @@
 #
 # Job options (override the job file; see hetps-scheduler --help):
 #   --servers N  --trainers N  --mode sync|async  --model mlp|cnn  --epochs N
-#   --optimizer NAME  --lr X  --global-batch-size N  --max-train-samples N  --summary FILE
+#   --optimizer NAME  --lr X  --momentum X  --weight-decay X  --global-batch-size N
+#   --max-train-samples N  --seed N  --summary FILE
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
 # Launcher options:
@@ -32,8 +33,8 @@ need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a va
 
 while (($#)); do
   case $1 in
-    --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--global-batch-size|\
-    --max-train-samples|--summary|--seed)
+    --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
+    --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
