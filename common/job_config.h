@@ -38,7 +38,8 @@ struct JobOptions {
   uint64_t seed = 1;                          // model initialisation and epoch order
   uint32_t chunk_samples = 512;               // samples per data chunk handed to a trainer
   uint64_t max_train_samples = 0;             // train on the first N samples only; 0: all
-  uint32_t eval_batch_size = 1000;            // batch for test-set evaluation
+  uint32_t eval_batch_size = 250;             // batch for test-set evaluation (larger ones
+                                              // run slower on the CPU)
   uint32_t heartbeat_interval_ms = 1000;      // members send a heartbeat this often
   uint32_t heartbeat_timeout_ms = 10000;      // a member silent this long is declared dead
   uint32_t join_timeout_s = 300;              // give up when members are missing this long

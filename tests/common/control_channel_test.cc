@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/control_channel.h"
+#include "common/shard_map.h"
 #include "common/transport.h"
 
 namespace hetps {
@@ -197,12 +198,18 @@ CATCH_TEST_CASE("A request returns its reply and queues the other messages in or
   auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender& sender) {
     Seen seen;
     auto joined = channel.Join(TrainerInfo());
-    if (!joined.ok()) return Seen{joined.status()};
+    if (!joined.ok()) {
+      seen.status = joined.status();
+      return seen;
+    }
     flatbuffers::FlatBufferBuilder fbb(64);
     auto body = wire::CreateChunkRequest(fbb, 0);
     auto reply = channel.Request(sender.Seal(fbb, wire::Body::ChunkRequest, body.Union()),
                                  wire::Body::ChunkGrant, milliseconds(5000));
-    if (!reply.ok()) return Seen{reply.status()};
+    if (!reply.ok()) {
+      seen.status = reply.status();
+      return seen;
+    }
     seen.chunk = reply->body<wire::ChunkGrant>()->chunk();
     seen.inbox = DrainInbox(channel);
     // Stamped with the membership epoch that arrived meanwhile.
@@ -250,7 +257,10 @@ CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reas
   auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender& sender) {
     Seen seen;
     auto joined = channel.Join(TrainerInfo());
-    if (!joined.ok()) return Seen{joined.status()};
+    if (!joined.ok()) {
+      seen.status = joined.status();
+      return seen;
+    }
     flatbuffers::FlatBufferBuilder fbb(256);
     auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, {{"w", {4, 5}, wire::DType::F32}}));
     auto reply = channel.Request(sender.Seal(fbb, wire::Body::RegisterModel, body.Union()),
@@ -336,11 +346,17 @@ CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requ
   auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender& sender) {
     Seen seen;
     auto joined = channel.Join(TrainerInfo());
-    if (!joined.ok()) return Seen{joined.status()};
+    if (!joined.ok()) {
+      seen.status = joined.status();
+      return seen;
+    }
     const auto until = Clock::now() + milliseconds(5000);
     while (!channel.shutdown() && Clock::now() < until) {
       PollReadable({&channel.socket()}, milliseconds(20));
-      if (Status s = channel.Service(); !s.ok()) return Seen{s};
+      if (Status s = channel.Service(); !s.ok()) {
+        seen.status = s;
+        return seen;
+      }
     }
     seen.notice = channel.shutdown();
     seen.inbox = DrainInbox(channel);
@@ -375,15 +391,19 @@ CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes Service fa
   zmq::context_t context(1);
   FakeScheduler fake(context);
   auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender&) {
+    Seen seen;
     auto joined = channel.Join(TrainerInfo());
-    if (!joined.ok()) return Seen{joined.status()};
-    const auto start = Clock::now();
-    while (SecondsSince(start) < 5) {
-      PollReadable({&channel.socket()}, milliseconds(20));
-      Status status = channel.Service();
-      if (!status.ok()) return Seen{status, SecondsSince(start)};
+    if (!joined.ok()) {
+      seen.status = joined.status();
+      return seen;
     }
-    return Seen{Status::Ok(), SecondsSince(start)};
+    const auto start = Clock::now();
+    while (seen.status.ok() && SecondsSince(start) < 5) {
+      PollReadable({&channel.socket()}, milliseconds(20));
+      seen.status = channel.Service();
+    }
+    seen.seconds_after_join = SecondsSince(start);
+    return seen;
   });
 
   // Admitted with a 500 ms timeout, then never another word (heartbeats go unanswered).

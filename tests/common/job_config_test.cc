@@ -61,7 +61,7 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.seed == 1);
   CATCH_CHECK(o.chunk_samples == 512);
   CATCH_CHECK(o.max_train_samples == 0);
-  CATCH_CHECK(o.eval_batch_size == 1000);
+  CATCH_CHECK(o.eval_batch_size == 250);
   CATCH_CHECK(o.heartbeat_interval_ms == 1000);
   CATCH_CHECK(o.heartbeat_timeout_ms == 10000);
   CATCH_CHECK(o.join_timeout_s == 300);
