@@ -30,7 +30,7 @@ void ProgressDisplay::Show(const std::vector<std::string>& lines, bool force) {
     return;
   }
   const auto now = std::chrono::steady_clock::now();
-  if (!force && now - last_plain_ < plain_interval_) return;
+  if (!force && last_plain_ && now - *last_plain_ < plain_interval_) return;
   last_plain_ = now;
   for (const std::string& line : lines) std::fprintf(out_, "%s\n", line.c_str());
   std::fflush(out_);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ class ProgressDisplay {
   std::FILE* out_;
   bool in_place_;
   std::chrono::milliseconds plain_interval_;
-  std::chrono::steady_clock::time_point last_plain_{};
+  std::optional<std::chrono::steady_clock::time_point> last_plain_;  // none before the first
   std::vector<std::string> last_lines_;
   size_t drawn_ = 0;   // lines of the live block currently on screen
 };

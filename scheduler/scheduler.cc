@@ -209,6 +209,8 @@ void Scheduler::HandleJoin(const Message& message) {
   auto body = wire::CreateJoinAccepted(fbb, member->rank, job_.heartbeat_interval_ms,
                                        scheduler_timeout_ms, trainer_job);
   SendTo(id, sender_.Seal(fbb, wire::Body::JoinAccepted, body.Union()));
+  // The last server may join after every trainer has registered.
+  if (member->role == wire::Role::Server) MaybeStartJob();
 }
 
 void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
@@ -237,6 +239,10 @@ void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
     return;
   }
   member.registered = true;
+  MaybeStartJob();
+}
+
+void Scheduler::MaybeStartJob() {
   if (phase_ != Phase::kGathering) return;
   size_t registered = 0;
   for (Member* t : members_.Members(wire::Role::Trainer)) registered += t->registered ? 1 : 0;

@@ -64,6 +64,8 @@ class Scheduler {
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
 
+  // Starts the job once every server has joined and every trainer has registered its model.
+  void MaybeStartJob();
   // Members are all here: publish the shard map to servers.
   void StartJob();
   // Every server holds its shard: let the trainers start.

@@ -24,8 +24,12 @@ if [[ ! -f $build_dir/CMakeCache.txt ]]; then
 fi
 jobs=$(nproc 2>/dev/null || echo 2)
 echo "build.sh: building in $build_dir with $jobs jobs (the first build takes a few minutes)"
-cmake --build "$build_dir" -j "$jobs" "${targets[@]}" 2>&1 | grep -vE '^\[ *[0-9]+%\]|^-- |Built target|Scanning dependencies|Consolidate compiler' || true
+# Show warnings and errors, not the progress lines.
+set +e
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}" 2>&1 |
+  grep -vE '^\[ *[0-9]+%\]|^-- |Built target|Scanning dependencies|Consolidate compiler'
 status=${PIPESTATUS[0]}
+set -e
 if ((status != 0)); then
   echo "build.sh: build failed (see the errors above)" >&2
   exit 1

@@ -113,7 +113,8 @@ template <typename Script>
 auto RunMember(zmq::context_t& context, const std::string& endpoint, Script script) {
   return std::async(std::launch::async, [&context, endpoint, script] {
     Sender sender(wire::Role::Trainer);
-    ControlChannel channel(context, ControlChannel::Options{endpoint, milliseconds(10000)}, &sender);
+    ControlChannel::Options options{endpoint, milliseconds(10000)};
+    ControlChannel channel(context, options, &sender);
     return script(channel, sender);
   });
 }
@@ -241,7 +242,8 @@ CATCH_TEST_CASE("A request returns its reply and queues the other messages in or
   CATCH_INFO(seen.status.ToString());
   CATCH_REQUIRE(seen.status.ok());
   CATCH_CHECK(seen.chunk == 9);
-  CATCH_CHECK(seen.inbox == std::vector<wire::Body>{wire::Body::EvalRequest, wire::Body::Membership});
+  CATCH_CHECK(seen.inbox ==
+              std::vector<wire::Body>{wire::Body::EvalRequest, wire::Body::Membership});
   CATCH_REQUIRE(after.has_value());
   CATCH_CHECK(after->env().membership_epoch() == 7);
 }
@@ -262,7 +264,8 @@ CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reas
       return seen;
     }
     flatbuffers::FlatBufferBuilder fbb(256);
-    auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, {{"w", {4, 5}, wire::DType::F32}}));
+    const std::vector<TensorInfo> model = {{"w", {4, 5}, wire::DType::F32}};
+    auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, model));
     auto reply = channel.Request(sender.Seal(fbb, wire::Body::RegisterModel, body.Union()),
                                  wire::Body::ShardMap, milliseconds(5000));
     seen.status = reply.ok() ? Status::Internal("the request succeeded") : reply.status();
@@ -295,7 +298,7 @@ CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccep
   zmq::context_t context(1);
   FakeScheduler fake(context);
   constexpr auto kServiceFor = milliseconds(1600);
-  auto member = RunMember(context, fake.endpoint(), [kServiceFor](ControlChannel& channel, Sender&) {
+  auto service = [kServiceFor](ControlChannel& channel, Sender&) {
     auto joined = channel.Join(TrainerInfo());
     if (!joined.ok()) return joined.status();
     const auto until = Clock::now() + kServiceFor;
@@ -304,7 +307,8 @@ CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccep
       HETPS_RETURN_IF_ERROR(channel.Service());
     }
     return Status::Ok();
-  });
+  };
+  auto member = RunMember(context, fake.endpoint(), service);
 
   // The channel's own default is one heartbeat a second; the scheduler asks for 100 ms.
   fake.Admit(0, 100, 30000);
@@ -325,7 +329,8 @@ CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccep
   CATCH_CHECK(arrivals.size() <= 17);
   std::vector<double> gaps_ms;
   for (size_t i = 1; i < arrivals.size(); ++i) {
-    gaps_ms.push_back(std::chrono::duration<double, std::milli>(arrivals[i] - arrivals[i - 1]).count());
+    const auto gap = arrivals[i] - arrivals[i - 1];
+    gaps_ms.push_back(std::chrono::duration<double, std::milli>(gap).count());
   }
   std::sort(gaps_ms.begin(), gaps_ms.end());
   const double median_ms = gaps_ms[gaps_ms.size() / 2];
