@@ -172,8 +172,18 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
        }},
       {"mode", [o](const YAML::Node& n, const std::string& w) {
          std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async"}, &name));
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async", "ssp"}, &name));
          o->mode = *ParseMode(name);
+         return Status::Ok();
+       }},
+      {"staleness", u32(&o->staleness, 0, 10000)},
+      {"staleness_aware_lr", [o](const YAML::Node& n, const std::string& w) {
+         return ReadBool(n, w, &o->staleness_aware_lr);
+       }},
+      {"balance", [o](const YAML::Node& n, const std::string& w) {
+         std::string name;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"none", "speed"}, &name));
+         o->balance = name == "speed" ? Balance::kSpeed : Balance::kNone;
          return Status::Ok();
        }},
       {"epochs", u32(&o->epochs, 1, 1000)},
@@ -189,6 +199,7 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"seed", u64(&o->seed, 0, std::numeric_limits<int64_t>::max())},
       {"chunk_samples", u32(&o->chunk_samples, 1, 1u << 24)},
       {"max_train_samples", u64(&o->max_train_samples, 0, uint64_t{1} << 40)},
+      {"eval_interval_samples", u64(&o->eval_interval_samples, 0, uint64_t{1} << 40)},
       {"eval_batch_size", u32(&o->eval_batch_size, 1, 1u << 20)},
       {"heartbeat_interval_ms", u32(&o->heartbeat_interval_ms, 10, 600000)},
       {"heartbeat_timeout_ms", u32(&o->heartbeat_timeout_ms, 100, 3600000)},
@@ -201,21 +212,38 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
 }  // namespace
 
 const char* ModeName(ConsistencyMode mode) {
-  return mode == ConsistencyMode::kSync ? "sync" : "async";
+  switch (mode) {
+    case ConsistencyMode::kSync: return "sync";
+    case ConsistencyMode::kAsync: return "async";
+    case ConsistencyMode::kSsp: return "ssp";
+  }
+  return "?";
 }
+
+const char* BalanceName(Balance balance) { return balance == Balance::kSpeed ? "speed" : "none"; }
 
 Result<ConsistencyMode> ParseMode(const std::string& name) {
   if (name == "sync") return ConsistencyMode::kSync;
   if (name == "async") return ConsistencyMode::kAsync;
-  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async");
+  if (name == "ssp") return ConsistencyMode::kSsp;
+  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async, ssp");
 }
 
 wire::Mode ToWire(ConsistencyMode mode) {
-  return mode == ConsistencyMode::kSync ? wire::Mode::Sync : wire::Mode::Async;
+  switch (mode) {
+    case ConsistencyMode::kSync: return wire::Mode::Sync;
+    case ConsistencyMode::kAsync: return wire::Mode::Async;
+    case ConsistencyMode::kSsp: return wire::Mode::Ssp;
+  }
+  return wire::Mode::Sync;
 }
 
 ConsistencyMode FromWire(wire::Mode mode) {
-  return mode == wire::Mode::Async ? ConsistencyMode::kAsync : ConsistencyMode::kSync;
+  switch (mode) {
+    case wire::Mode::Async: return ConsistencyMode::kAsync;
+    case wire::Mode::Ssp: return ConsistencyMode::kSsp;
+    default: return ConsistencyMode::kSync;
+  }
 }
 
 std::vector<std::string> JobFileKeys() {
@@ -270,6 +298,14 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
   }
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  if (o.staleness_aware_lr && o.mode == ConsistencyMode::kSync) {
+    return Status::InvalidArgument(
+        "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
+  }
+  if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync) {
+    return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") +
+                                   ModeName(o.mode) + "; other modes let each trainer run at its own pace");
+  }
   return Status::Ok();
 }
 
@@ -279,6 +315,9 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "model" << YAML::Value << o.model;
   out << YAML::Key << "dataset" << YAML::Value << o.dataset;
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);
+  out << YAML::Key << "staleness" << YAML::Value << o.staleness;
+  out << YAML::Key << "staleness_aware_lr" << YAML::Value << o.staleness_aware_lr;
+  out << YAML::Key << "balance" << YAML::Value << BalanceName(o.balance);
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
   out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
@@ -314,6 +353,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "seed" << YAML::Value << o.seed;
   out << YAML::Key << "chunk_samples" << YAML::Value << o.chunk_samples;
   out << YAML::Key << "max_train_samples" << YAML::Value << o.max_train_samples;
+  out << YAML::Key << "eval_interval_samples" << YAML::Value << o.eval_interval_samples;
   out << YAML::Key << "eval_batch_size" << YAML::Value << o.eval_batch_size;
   out << YAML::Key << "heartbeat_interval_ms" << YAML::Value << o.heartbeat_interval_ms;
   out << YAML::Key << "heartbeat_timeout_ms" << YAML::Value << o.heartbeat_timeout_ms;

@@ -15,9 +15,13 @@
 
 namespace hetps {
 
-enum class ConsistencyMode { kSync, kAsync };
+// How sync mode splits the global batch across trainers.
+enum class Balance { kNone, kSpeed };
 
-const char* ModeName(ConsistencyMode mode);  // "sync", "async"
+enum class ConsistencyMode { kSync, kAsync, kSsp };
+
+const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp"
+const char* BalanceName(Balance balance);     // "none", "speed"
 Result<ConsistencyMode> ParseMode(const std::string& name);
 wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
@@ -26,6 +30,12 @@ struct JobOptions {
   std::string model = "cnn";                  // built-in model: mlp | cnn
   std::string dataset = "fashion-mnist";      // the only data set for now
   ConsistencyMode mode = ConsistencyMode::kSync;
+  uint32_t staleness = 3;                     // ssp: a trainer runs at most this many clocks
+                                              // ahead of the slowest live one (0..10000)
+  bool staleness_aware_lr = false;            // async, ssp: divide each push's step by its
+                                              // staleness (at least 1)
+  Balance balance = Balance::kNone;           // sync: none (equal shares) | speed (shares in
+                                              // proportion to each trainer's measured speed)
   uint32_t epochs = 1;                        // 1..1000
   uint32_t global_batch_size = 64;            // samples per step over all trainers; each trainer
                                               // takes an equal share (the first ones one more)
@@ -38,6 +48,8 @@ struct JobOptions {
   uint64_t seed = 1;                          // model initialisation and epoch order
   uint32_t chunk_samples = 512;               // samples per data chunk handed to a trainer
   uint64_t max_train_samples = 0;             // train on the first N samples only; 0: all
+  uint64_t eval_interval_samples = 0;         // also evaluate every N samples trained (over
+                                              // all trainers); 0: only after each epoch
   uint32_t eval_batch_size = 250;             // batch for test-set evaluation (larger ones
                                               // run slower on the CPU)
   uint32_t heartbeat_interval_ms = 1000;      // members send a heartbeat this often

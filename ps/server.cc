@@ -116,6 +116,8 @@ Status Server::HandleShardMap(const Message& message) {
   map_ = std::make_unique<ShardMap>(std::move(*map));
   Shard::Options shard_options;
   shard_options.mode = FromWire(wire_map->mode());
+  shard_options.staleness = wire_map->staleness();
+  shard_options.staleness_aware_lr = wire_map->staleness_aware_lr();
   const wire::OptimizerConfig* config = wire_map->optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   OptimizerOptions& o = shard_options.optimizer;
@@ -210,6 +212,7 @@ void Server::AnswerReadyPulls() {
       ++it;
       continue;
     }
+    if (!it->latest) shard_->RecordAdmission(it->clock);
     flatbuffers::FlatBufferBuilder fbb(256 + 12 * it->partitions.size());
     std::vector<zmq::message_t> frames;
     auto body = shard_->BuildWeights(fbb, it->partitions, &frames);
@@ -249,8 +252,9 @@ void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope,
 zmq::message_t Server::BuildHeartbeat(Sender& sender, bool goodbye) {
   flatbuffers::FlatBufferBuilder fbb(128);
   const Shard::Stats stats = shard_ ? shard_->stats() : Shard::Stats{};
-  auto server_stats = wire::CreateServerStats(fbb, stats.version, stats.pushes, pulls_answered_,
-                                              bad_messages_.load(), stats.rounds);
+  auto server_stats = wire::CreateServerStats(
+      fbb, stats.version, stats.pushes, pulls_answered_, bad_messages_.load(), stats.rounds,
+      fbb.CreateVector(stats.staleness_counts), stats.staleness_max, stats.max_clock_gap);
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

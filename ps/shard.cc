@@ -118,7 +118,8 @@ Status Shard::Init(const wire::InitWeights& init, const std::vector<zmq::message
 
 Status Shard::Push(uint32_t trainer, const wire::Push& push,
                    const std::vector<zmq::message_t>& frames) {
-  const bool sync = options_.mode == ConsistencyMode::kSync;
+  const ConsistencyMode mode = options_.mode;
+  const bool sync = mode == ConsistencyMode::kSync;
   const bool empty = push.batch_size() == 0;
   if (push.dtype() != wire::DType::F32) {
     return Status::FailedPrecondition("gradients must travel as float32 in this version");
@@ -127,10 +128,15 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     return Status::FailedPrecondition("trainer " + std::to_string(trainer) +
                                       " is not a live member of the job");
   }
-  if (empty && !sync) {
-    return Status::FailedPrecondition("a push with batch_size 0 only makes sense in sync mode");
+  if (empty && mode == ConsistencyMode::kAsync) {
+    return Status::FailedPrecondition("a push with batch_size 0 only makes sense in sync or ssp mode");
   }
   const auto& ids = *push.partitions();
+  const auto* versions = push.versions();
+  if (!empty && versions != nullptr && versions->size() != ids.size()) {
+    return Status::Protocol("push lists " + std::to_string(ids.size()) + " partitions but " +
+                            std::to_string(versions->size()) + " versions");
+  }
   HETPS_RETURN_IF_ERROR(CheckFrames(ids, frames, /*allow_empty=*/empty));
   for (size_t i = 0; i < ids.size(); ++i) {
     const Slot* slot = *Find(ids[i]);
@@ -140,6 +146,11 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     if (!slot->initialized) {
       return Status::FailedPrecondition(PartitionName(map_, ids[i]) +
                                         " has no initial weights yet; push InitWeights first");
+    }
+    if (!empty && versions != nullptr && versions->Get(i) > slot->version) {
+      return Status::FailedPrecondition("push computed on version " + std::to_string(versions->Get(i)) +
+                                        " of " + PartitionName(map_, ids[i]) + ", which is only at " +
+                                        std::to_string(slot->version));
     }
     if (!sync) continue;
     if (push.clock() != slot->round) {
@@ -154,11 +165,24 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     }
   }
   ++pushes_;
+  TrainerClock& clock = clocks_[trainer];
+  if (empty && mode == ConsistencyMode::kSsp) {
+    clock.idle = true;  // no gradients, and no pull waits for this trainer any more
+    return Status::Ok();
+  }
+  clock.idle = false;
+  clock.pushed = std::max(clock.pushed, push.clock() + 1);
+  // A push's staleness is the largest over its partitions; each partition's step uses its own.
+  uint64_t staleness = 0;
   for (size_t i = 0; i < ids.size(); ++i) {
     Slot& slot = *Find(ids[i]).value();
+    const uint64_t used = versions != nullptr && !empty ? versions->Get(i) : slot.version;
+    const uint64_t partition_staleness = slot.version - used;
+    staleness = std::max(staleness, partition_staleness);
     const auto* grad = static_cast<const float*>(frames[i].data());
     if (!sync) {
-      ApplyStep(slot, grad, 1.0f);
+      const bool scale = options_.staleness_aware_lr && partition_staleness > 1;
+      ApplyStep(slot, grad, 1.0f, scale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f);
       continue;
     }
     if (!empty) {
@@ -177,6 +201,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     slot.pushed.push_back(trainer);
     CompleteRoundIfReady(slot);
   }
+  if (!empty) {
+    ++staleness_counts_[std::min<uint64_t>(staleness, kStalenessBuckets - 1)];
+    staleness_max_ = std::max(staleness_max_, staleness);
+  }
   return Status::Ok();
 }
 
@@ -186,7 +214,7 @@ void Shard::CompleteRoundIfReady(Slot& slot) {
     if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return;
   }
   if (slot.round_samples > 0) {
-    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples));
+    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples), 1.0f);
   }
   slot.last_round_samples = slot.round_samples;
   slot.round_samples = 0;
@@ -194,10 +222,26 @@ void Shard::CompleteRoundIfReady(Slot& slot) {
   ++slot.round;
 }
 
-void Shard::ApplyStep(Slot& slot, const float* grad, float grad_scale) {
+void Shard::ApplyStep(Slot& slot, const float* grad, float grad_scale, float lr_scale) {
   ++slot.version;
   optimizer_->Apply(slot.weights.get(), grad, grad_scale, slot.state.data(), slot.info->length,
-                    static_cast<int64_t>(slot.version), 1.0f);
+                    static_cast<int64_t>(slot.version), lr_scale);
+}
+
+std::optional<uint64_t> Shard::SlowestClock() const {
+  std::optional<uint64_t> slowest;
+  for (uint32_t t : live_trainers_) {
+    auto it = clocks_.find(t);
+    const TrainerClock clock = it == clocks_.end() ? TrainerClock{} : it->second;
+    if (clock.idle) continue;
+    slowest = std::min(slowest.value_or(clock.pushed), clock.pushed);
+  }
+  return slowest;
+}
+
+void Shard::RecordAdmission(uint64_t clock) {
+  const auto slowest = SlowestClock();
+  if (slowest && clock > *slowest) max_clock_gap_ = std::max(max_clock_gap_, clock - *slowest);
 }
 
 Status Shard::ValidatePull(uint32_t trainer, const wire::Pull& pull) const {
@@ -227,7 +271,9 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
     if (!slot->initialized) return false;
     if (wait_for_round && slot->round < clock) return false;
   }
-  return true;
+  if (options_.mode != ConsistencyMode::kSsp || latest || clock <= options_.staleness) return true;
+  const auto slowest = SlowestClock();
+  return !slowest || *slowest >= clock - options_.staleness;
 }
 
 flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
@@ -253,6 +299,11 @@ flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBu
 Shard::Stats Shard::stats() const {
   Stats stats;
   stats.pushes = pushes_;
+  stats.staleness_max = staleness_max_;
+  stats.max_clock_gap = max_clock_gap_;
+  size_t used = staleness_counts_.size();
+  while (used > 0 && staleness_counts_[used - 1] == 0) --used;
+  stats.staleness_counts.assign(staleness_counts_.begin(), staleness_counts_.begin() + used);
   for (const Slot& slot : slots_) {
     stats.version = std::max(stats.version, slot.version);
     stats.rounds = std::max(stats.rounds, slot.round);

@@ -1,7 +1,11 @@
 // Shard: the partitions one server owns — float32 weights, optimizer state, version and round
 // counters — and the consistency rules that decide when a push is applied and when a pull may be
 // answered (sync: one summed, batch-weighted update per round from every live trainer; async:
-// every push applied on arrival).
+// every push applied on arrival; ssp: pushes applied on arrival, and a trainer's pull at clock c
+// answered only once every live, busy trainer has pushed at least c - staleness steps).
+//
+// It also keeps the record the run summary reports: the staleness of every applied push and the
+// largest clock gap between trainers that it admitted.
 //
 // Pure logic over verified wire messages, no sockets: the server's loop thread owns a Shard and
 // is the only thread that calls it. Each method either applies a message whole or refuses it
@@ -9,7 +13,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <zmq.hpp>
@@ -27,7 +33,13 @@ class Shard {
   struct Options {
     ConsistencyMode mode = ConsistencyMode::kSync;
     OptimizerOptions optimizer;
+    uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open
+    bool staleness_aware_lr = false;  // async, ssp: the step of a push is lr / max(1, staleness)
   };
+
+  // Pushes with staleness 0 .. kStalenessBuckets - 2 are counted one value a bucket; the last
+  // bucket counts every larger staleness.
+  static constexpr size_t kStalenessBuckets = 64;
 
   // Allocates the partitions that `map` gives to `server_rank`. InvalidArgument for a bad
   // optimizer configuration.
@@ -45,17 +57,24 @@ class Shard {
 
   // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
   // (`clock` must equal the partition's round, once per trainer) and applies the round when every
-  // live trainer has pushed. Async: applies them now. Refused (nothing changes) for an unknown
-  // or foreign partition, a bad frame length, a push before initialisation, a repeated or
-  // out-of-turn push, or a trainer that is not live. Gradient bytes are read in place.
+  // live trainer has pushed. Async and ssp: applies them now, the step divided by the push's
+  // staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
+  // gradients and marks the trainer idle (out of data): no pull waits for it until it pushes
+  // gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad frame
+  // length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is
+  // not live. Gradient bytes are read in place.
   Status Push(uint32_t trainer, const wire::Push& push, const std::vector<zmq::message_t>& frames);
 
   // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
   Status ValidatePull(uint32_t trainer, const wire::Pull& pull) const;
 
-  // Whether the weights a pull asks for exist yet: every partition initialised and, in sync mode
-  // unless `latest`, round `clock` complete.
+  // Whether the weights a pull asks for exist yet: every partition initialised and, unless
+  // `latest`, in sync mode round `clock` complete, in ssp mode every live, busy trainer at least
+  // `clock - staleness` pushes along.
   bool PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const;
+
+  // Records that a pull at `clock` (not `latest`) was answered, for max_clock_gap.
+  void RecordAdmission(uint64_t clock);
 
   // The reply to a ready pull: a Weights body in `fbb` and one frame per partition. In sync mode
   // the frames borrow the weights without copying (they cannot change before every live trainer
@@ -68,6 +87,9 @@ class Shard {
     uint64_t version = 0;  // largest number of updates applied to one partition
     uint64_t rounds = 0;   // largest number of sync rounds completed by one partition
     uint64_t pushes = 0;   // push messages accepted
+    std::vector<uint64_t> staleness_counts;  // see kStalenessBuckets; trailing zeros trimmed
+    uint64_t staleness_max = 0;
+    uint64_t max_clock_gap = 0;
   };
   Stats stats() const;
 
@@ -97,7 +119,14 @@ class Shard {
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
                      const std::vector<zmq::message_t>& frames, bool allow_empty) const;
   void CompleteRoundIfReady(Slot& slot);
-  void ApplyStep(Slot& slot, const float* grad, float grad_scale);
+  void ApplyStep(Slot& slot, const float* grad, float grad_scale, float lr_scale);
+  // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
+  std::optional<uint64_t> SlowestClock() const;
+
+  struct TrainerClock {
+    uint64_t pushed = 0;  // pushes accepted: the trainer's clock
+    bool idle = false;    // ssp: said it has no data; no pull waits for it
+  };
 
   const ShardMap& map_;
   uint32_t server_rank_;
@@ -107,7 +136,11 @@ class Shard {
   std::vector<int32_t> slot_of_;          // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;
   std::vector<uint32_t> live_trainers_;   // sorted
+  std::map<uint32_t, TrainerClock> clocks_;
   uint64_t pushes_ = 0;
+  std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
+  uint64_t staleness_max_ = 0;
+  uint64_t max_clock_gap_ = 0;
 };
 
 // The wire error code that a refusal Status from Shard (or the server) corresponds to.

@@ -16,9 +16,10 @@ std::atomic<bool> g_stop{false};
 void RequestStop(int) { g_stop.store(true); }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary;
-  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0;
-  uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0;
+  std::string model, mode, optimizer, listen, summary, balance;
+  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
+  uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
+  bool staleness_aware_lr = false;
   double lr = 0, momentum = 0, weight_decay = 0;
 };
 
@@ -31,6 +32,10 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
     if (!mode.ok()) return mode.status();
     job->mode = *mode;
   }
+  if (given("--staleness")) job->staleness = o.staleness;
+  if (given("--staleness-aware-lr")) job->staleness_aware_lr = o.staleness_aware_lr;
+  if (given("--balance")) job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
+  if (given("--eval-interval-samples")) job->eval_interval_samples = o.eval_interval_samples;
   if (given("--optimizer")) {
     auto kind = hetps::ParseOptimizerKind(o.optimizer);
     if (!kind.ok()) return kind.status();
@@ -63,8 +68,18 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
   app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  app.add_option("--mode", o.mode, "Consistency mode: sync | async")
-      ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp")
+      ->check(CLI::IsMember({"sync", "async", "ssp"}));
+  app.add_option("--staleness", o.staleness,
+                 "ssp: how many clocks a trainer may run ahead of the slowest live one")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--staleness-aware-lr", o.staleness_aware_lr,
+                 "async, ssp: divide each push's step by its staleness (true | false)");
+  app.add_option("--balance", o.balance,
+                 "sync: split the global batch evenly (none) or by measured trainer speed (speed)")
+      ->check(CLI::IsMember({"none", "speed"}));
+  app.add_option("--eval-interval-samples", o.eval_interval_samples,
+                 "Also evaluate on the test set every N samples trained (0: after each epoch only)");
   app.add_option("--optimizer", o.optimizer,
                  "Optimizer: sgd | adam | adamw | adagrad (a different one than the job file's "
                  "starts from that optimizer's defaults)")

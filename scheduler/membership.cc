@@ -5,6 +5,21 @@
 
 namespace hetps {
 
+ServerCounters CountersFromWire(const wire::ServerStats& stats) {
+  ServerCounters c;
+  c.version = stats.version();
+  c.pushes = stats.pushes();
+  c.pulls = stats.pulls();
+  c.bad_messages = stats.bad_messages();
+  c.rounds = stats.rounds();
+  if (stats.staleness_counts() != nullptr) {
+    c.staleness_counts.assign(stats.staleness_counts()->begin(), stats.staleness_counts()->end());
+  }
+  c.staleness_max = stats.staleness_max();
+  c.max_clock_gap = stats.max_clock_gap();
+  return c;
+}
+
 std::string Member::Describe() const {
   std::string text = role == wire::Role::Server ? "server " : "trainer ";
   text += std::to_string(rank) + " (";

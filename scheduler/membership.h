@@ -25,6 +25,8 @@ struct TrainerProgress {
   double loss = 0;
   double samples_per_second = 0;
   uint64_t weight_version = 0;
+  double compute_samples_per_second = 0;  // own step time only, excluding waits
+  uint32_t batch_size = 0;
 };
 
 struct ServerCounters {
@@ -33,7 +35,12 @@ struct ServerCounters {
   uint64_t pulls = 0;
   uint64_t bad_messages = 0;
   uint64_t rounds = 0;
+  std::vector<uint64_t> staleness_counts;  // as in wire::ServerStats
+  uint64_t staleness_max = 0;
+  uint64_t max_clock_gap = 0;
 };
+
+ServerCounters CountersFromWire(const wire::ServerStats& stats);
 
 struct Member {
   using Clock = std::chrono::steady_clock;

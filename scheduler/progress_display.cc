@@ -106,14 +106,16 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
                 WithThousands(static_cast<uint64_t>(rate)).c_str(),
                 loss_count ? std::to_string(loss_sum / loss_count).substr(0, 6).c_str() : "-");
   lines.push_back(text);
+  if (!job.detail.empty()) lines.push_back("  " + job.detail);
   for (const Member* t : trainers) {
     const char* state = !t->alive ? " (dead)" : t->done ? " (done)" : "";
     std::snprintf(text, sizeof(text),
-                  "  trainer %-4u  step %7s  samples %10s  %9s samples/s  loss %s  %s%s", t->rank,
-                  WithThousands(t->progress.clock).c_str(), WithThousands(t->progress.samples).c_str(),
+                  "  trainer %-4u  step %7s  samples %10s  %9s samples/s  loss %s  batch %u  %s%s",
+                  t->rank, WithThousands(t->progress.clock).c_str(),
+                  WithThousands(t->progress.samples).c_str(),
                   WithThousands(static_cast<uint64_t>(t->progress.samples_per_second)).c_str(),
                   t->progress.clock ? std::to_string(t->progress.loss).substr(0, 6).c_str() : "-",
-                  t->device.c_str(), state);
+                  t->progress.batch_size, t->device.c_str(), state);
     lines.push_back(text);
   }
   return lines;

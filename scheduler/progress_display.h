@@ -52,6 +52,7 @@ struct JobView {
   uint64_t samples_per_epoch = 0;
   double elapsed_seconds = 0;
   std::string phase;   // "waiting for members", "training", ...
+  std::string detail;  // a line of mode-specific figures (e.g. staleness); empty: none
 };
 
 // The lines of the live block: one for the job and its totals, one per trainer.

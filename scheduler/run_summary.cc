@@ -11,6 +11,31 @@
 
 namespace hetps {
 
+StalenessSummary SummarizeStaleness(const std::vector<uint64_t>& counts, uint64_t max) {
+  StalenessSummary s;
+  s.max = max;
+  double sum = 0;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    s.pushes += counts[k];
+    sum += static_cast<double>(k) * static_cast<double>(counts[k]);
+  }
+  if (s.pushes == 0) return s;
+  s.mean = sum / static_cast<double>(s.pushes);
+  // The smallest value with at least a fraction q of the pushes at or below it.
+  auto percentile = [&](double q) {
+    const double target = q * static_cast<double>(s.pushes);
+    uint64_t below = 0;
+    for (size_t k = 0; k < counts.size(); ++k) {
+      below += counts[k];
+      if (static_cast<double>(below) >= target) return static_cast<uint64_t>(k);
+    }
+    return static_cast<uint64_t>(counts.size() - 1);
+  };
+  s.p50 = percentile(0.5);
+  s.p99 = percentile(0.99);
+  return s;
+}
+
 std::string RunSummary::ToJson() const {
   nlohmann::ordered_json j;
   j["status"] = ok ? "ok" : "failed";
@@ -37,6 +62,12 @@ std::string RunSummary::ToJson() const {
   j["final_test_loss"] = final_test_loss;
   j["final_test_accuracy"] = final_test_accuracy;
   j["weight_version"] = weight_version;
+  j["staleness_mean"] = staleness.mean;
+  j["staleness_p50"] = staleness.p50;
+  j["staleness_p99"] = staleness.p99;
+  j["staleness_max"] = staleness.max;
+  j["max_clock_gap"] = max_clock_gap;
+  j["batch_share"] = batch_share;
   nlohmann::ordered_json evals = nlohmann::ordered_json::array();
   for (const Evaluation& e : evaluations) {
     evals.push_back({{"epoch", e.epoch},

@@ -41,6 +41,19 @@ struct TrainerSummary {
   bool alive = true;
 };
 
+// The staleness of applied pushes, from per-value counts.
+struct StalenessSummary {
+  uint64_t pushes = 0;
+  double mean = 0;
+  uint64_t p50 = 0;
+  uint64_t p99 = 0;
+  uint64_t max = 0;
+};
+
+// Summarises `counts` (counts[k] pushes had staleness k; the last entry also counts every larger
+// staleness, which the mean and percentiles then take as that entry's value) and the true `max`.
+StalenessSummary SummarizeStaleness(const std::vector<uint64_t>& counts, uint64_t max);
+
 struct RunSummary {
   bool ok = false;
   std::string error;           // why the job failed
@@ -59,6 +72,9 @@ struct RunSummary {
   double final_test_loss = 0;
   double final_test_accuracy = 0;
   uint64_t weight_version = 0;
+  StalenessSummary staleness;       // over every server's applied pushes
+  uint64_t max_clock_gap = 0;       // largest clock gap between live trainers any server admitted
+  std::vector<double> batch_share;  // per trainer: its fraction of the global batch at the end
   std::vector<Evaluation> evaluations;
   std::vector<ServerSummary> server_details;
   std::vector<TrainerSummary> trainer_details;

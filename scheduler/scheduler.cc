@@ -114,8 +114,7 @@ void Scheduler::Handle(Message message) {
   switch (message.kind()) {
     case wire::Body::Heartbeat: {
       if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) {
-        member->counters = {stats->version(), stats->pushes(), stats->pulls(), stats->bad_messages(),
-                            stats->rounds()};
+        member->counters = CountersFromWire(*stats);
       }
       SendTo(member->routing_id, sender_.MakeEmpty(wire::Body::HeartbeatAck));
       return;
@@ -135,8 +134,10 @@ void Scheduler::Handle(Message message) {
       return HandleChunkRequest(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
-      member->progress = {p->epoch(), p->clock(), p->samples(), p->loss(), p->samples_per_second(),
-                          p->weight_version()};
+      member->progress = {p->epoch(),        p->clock(),
+                          p->samples(),      p->loss(),
+                          p->samples_per_second(), p->weight_version(),
+                          p->compute_samples_per_second(), p->batch_size()};
       return;
     }
     case wire::Body::Done:
@@ -145,8 +146,7 @@ void Scheduler::Handle(Message message) {
       return HandleEvalReport(*member, message);
     case wire::Body::Goodbye: {
       if (const auto* stats = message.body<wire::Goodbye>()->server_stats()) {
-        member->counters = {stats->version(), stats->pushes(), stats->pulls(), stats->bad_messages(),
-                            stats->rounds()};
+        member->counters = CountersFromWire(*stats);
       }
       member->said_goodbye = true;
       return;
@@ -287,7 +287,7 @@ zmq::message_t Scheduler::BuildShardMap() {
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
   auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
                                    ToWire(job_.mode), trainers, members_.epoch(),
-                                   /*max_message_bytes=*/0);
+                                   /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 
@@ -466,11 +466,15 @@ void Scheduler::FillSummary() {
   s.train_seconds = started ? std::chrono::duration<double>(train_end - training_started_).count() : 0;
   uint64_t samples = 0;
   s.trainer_details.clear();
+  s.batch_share.clear();
   for (Member* t : members_.Members(wire::Role::Trainer, false)) {
     samples += t->progress.samples;
-    s.trainer_details.push_back({t->rank, t->host, t->device,
-                                 EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank),
-                                 t->progress.clock, t->progress.samples, t->alive});
+    const uint32_t batch = t->progress.batch_size != 0
+                               ? t->progress.batch_size
+                               : EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank);
+    s.trainer_details.push_back({t->rank, t->host, t->device, batch, t->progress.clock,
+                                 t->progress.samples, t->alive});
+    s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
   s.samples_completed = chunks_.completed_samples();
@@ -481,12 +485,27 @@ void Scheduler::FillSummary() {
     s.server_details.push_back({m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
     s.weight_version = std::max(s.weight_version, c.version);
   }
+  s.staleness = Staleness(&s.max_clock_gap);
   for (const Evaluation& e : s.evaluations) {
     if (e.final) {
       s.final_test_loss = e.test_loss;
       s.final_test_accuracy = e.test_accuracy;
     }
   }
+}
+
+StalenessSummary Scheduler::Staleness(uint64_t* max_clock_gap) {
+  std::vector<uint64_t> counts;
+  uint64_t max = 0;
+  *max_clock_gap = 0;
+  for (Member* m : members_.Members(wire::Role::Server, false)) {
+    const ServerCounters& c = m->counters;
+    if (counts.size() < c.staleness_counts.size()) counts.resize(c.staleness_counts.size());
+    for (size_t k = 0; k < c.staleness_counts.size(); ++k) counts[k] += c.staleness_counts[k];
+    max = std::max(max, c.staleness_max);
+    *max_clock_gap = std::max(*max_clock_gap, c.max_clock_gap);
+  }
+  return SummarizeStaleness(counts, max);
 }
 
 void Scheduler::ShowProgress(bool force) {
@@ -501,6 +520,17 @@ void Scheduler::ShowProgress(bool force) {
   view.samples_per_epoch = chunks_.samples();
   view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
   view.phase = kPhaseNames[static_cast<int>(phase_)];
+  if (job_.mode != ConsistencyMode::kSync) {
+    uint64_t gap = 0;
+    const StalenessSummary staleness = Staleness(&gap);
+    char text[160];
+    std::snprintf(text, sizeof(text), "staleness p50 %llu p99 %llu max %llu, clock gap %llu",
+                  static_cast<unsigned long long>(staleness.p50),
+                  static_cast<unsigned long long>(staleness.p99),
+                  static_cast<unsigned long long>(staleness.max),
+                  static_cast<unsigned long long>(gap));
+    view.detail = text;
+  }
   std::vector<const Member*> trainers;
   for (Member* t : members_.Members(wire::Role::Trainer, false)) trainers.push_back(t);
   if (phase_ == Phase::kGathering && !force) {

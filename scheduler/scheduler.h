@@ -76,6 +76,8 @@ class Scheduler {
   void BeginShutdown(bool failed, const std::string& reason);
   void FillSummary();
   void ShowProgress(bool force);
+  // Staleness over every server's applied pushes, and the largest clock gap any admitted.
+  StalenessSummary Staleness(uint64_t* max_clock_gap);
 
   void SendTo(const std::string& routing_id, zmq::message_t envelope);
   void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);

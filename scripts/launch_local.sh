@@ -6,11 +6,14 @@
 #   scripts/launch_local.sh [--config FILE] [options] [-- extra hetps-scheduler flags]
 #
 # Job options (override the job file; see hetps-scheduler --help):
-#   --servers N  --trainers N  --mode sync|async  --model mlp|cnn  --epochs N
-#   --optimizer NAME  --lr X  --momentum X  --weight-decay X  --global-batch-size N
-#   --max-train-samples N  --seed N  --summary FILE
+#   --servers N  --trainers N  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
+#   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
+#   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
+#   --seed N  --summary FILE
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
+#   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
+#                         time per step, to reproduce slower machines (default 1 for all)
 # Launcher options:
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
@@ -25,20 +28,23 @@ build=1
 device=cpu
 data_dir=/usr/share/datasets/fashion-mnist
 threads=1
+slowdown=()
 progress=auto
 scheduler_flags=()
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a value" >&2; exit 2; }; }
 
 while (($#)); do
   case $1 in
     --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
-    --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed)
+    --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
+    --staleness-aware-lr|--balance|--eval-interval-samples)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
+    --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
     --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --progress) need_value "$@"; progress=$2; shift 2 ;;
@@ -61,6 +67,10 @@ done
 resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
 trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
+if ((${#slowdown[@]} > 0 && ${#slowdown[@]} != trainers)); then
+  echo "launch_local.sh: --slowdown gives ${#slowdown[@]} factors for $trainers trainers; give one per trainer" >&2
+  exit 2
+fi
 
 run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$run_dir"
@@ -132,7 +142,7 @@ for ((i = 0; i < servers; i++)); do
 done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "$device" --data-dir "$data_dir" --threads "$threads"
+    --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}"
 done
 
 # Watch until the scheduler ends the job, or a member fails on its own. (Polling rather than

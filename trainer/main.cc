@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
                  "slow each other down badly with more)")
       ->default_val(threads)
       ->check(CLI::Range(1, 256));
+  app.add_option("--slowdown", options.slowdown,
+                 "Make each step K times as long as its compute time by sleeping for the rest, to "
+                 "reproduce a slower machine (K >= 1)")
+      ->default_val(options.slowdown)
+      ->check(CLI::Range(1.0, 1000.0));
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));

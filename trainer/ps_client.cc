@@ -177,4 +177,16 @@ Result<PsClient::PullResult> PsClient::PushPull(uint64_t clock, uint32_t batch_s
   return result;
 }
 
+Status PsClient::MarkIdle(uint64_t clock) {
+  HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
+    const auto& ids = partitions_of_[s];
+    flatbuffers::FlatBufferBuilder fbb(128 + 8 * ids.size());
+    auto body = wire::CreatePushDirect(fbb, clock, /*batch_size=*/0, &ids, nullptr,
+                                       wire::DType::F32, /*pull=*/false);
+    request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
+    request->tensors.resize(ids.size());  // empty frames
+  }));
+  return AwaitReplies(wire::Body::Ack, "Push", [](uint32_t, const Message&) { return Status::Ok(); });
+}
+
 }  // namespace hetps

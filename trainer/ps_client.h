@@ -54,6 +54,10 @@ class PsClient {
                               const std::vector<const float*>& grads,
                               std::shared_ptr<const void> owner, const std::vector<float*>& weights);
 
+  // ssp: tells every server that this trainer, at `clock`, has no data for now, so no pull waits
+  // for it until it pushes gradients again.
+  Status MarkIdle(uint64_t clock);
+
  private:
   // Sends one request per server; `build` makes server s's envelope and tensor frames.
   Status SendToAll(const std::function<void(uint32_t, Message*)>& build);

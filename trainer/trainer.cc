@@ -69,6 +69,8 @@ class Trainer::Session {
   Status TrainEpochs();
   // One step on `indices` (none: take part in the sync round without data).
   Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
+  // Forward and backward on `indices`, then the --slowdown sleep; gradients are left in the model.
+  Status Compute(const std::vector<int64_t>& indices);
   // Handles what the scheduler sent (evaluation requests); Aborted once it said Shutdown.
   Status HandleControl();
   Status Evaluate(const wire::EvalRequest& request);
@@ -95,9 +97,11 @@ class Trainer::Session {
   uint64_t clock_ = 0;
   uint64_t samples_ = 0;
   uint64_t weight_version_ = 0;
+  bool idle_ = false;  // ssp: the servers were told this trainer has no data
   // Since the last progress report:
   Clock::time_point last_report_ = Clock::now();
   uint64_t report_samples_ = 0;
+  double report_compute_seconds_ = 0;  // in Compute, slowdown included
   double report_loss_sum_ = 0;
   uint64_t report_steps_ = 0;
   double last_loss_ = 0;
@@ -220,6 +224,11 @@ Status Trainer::Session::TrainEpochs() {
         ++epoch_;
         continue;
       }
+      if (job_.mode == ConsistencyMode::kSsp && !idle_) {
+        // Out of data: the others must not wait for this trainer's clock.
+        HETPS_RETURN_IF_ERROR(client_->MarkIdle(clock_));
+        idle_ = true;
+      }
       // Out of data in the last epoch: wait until every chunk is trained (a trainer that dies
       // returns its chunks, which this trainer then takes).
       auto complete = sampler_->FlushAndCheckComplete(epoch_);
@@ -246,21 +255,34 @@ Status Trainer::Session::TrainEpochs() {
   return Status::Ok();
 }
 
+Status Trainer::Session::Compute(const std::vector<int64_t>& indices) {
+  const auto start = Clock::now();
+  try {
+    Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
+    buffers_->ClearGradients();
+    torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(batch.input), batch.target);
+    loss.backward();
+    report_loss_sum_ += loss.item<double>();  // waits for the device to finish
+    ++report_steps_;
+  } catch (const c10::Error& e) {
+    return Status::Internal("LibTorch failed in a training step of model " + job_.model + " on " +
+                            DeviceDescription(device_) + ": " + e.what_without_backtrace());
+  }
+  const auto computed = Clock::now() - start;
+  if (options_.slowdown > 1) {
+    std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(
+        computed * (options_.slowdown - 1)));
+  }
+  report_compute_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  return Status::Ok();
+}
+
 Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* round_samples) {
   HostTensors grads;
   if (!indices.empty()) {
-    try {
-      Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
-      buffers_->ClearGradients();
-      torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(batch.input), batch.target);
-      loss.backward();
-      report_loss_sum_ += loss.item<double>();
-      ++report_steps_;
-    } catch (const c10::Error& e) {
-      return Status::Internal("LibTorch failed in a training step of model " + job_.model + " on " +
-                              DeviceDescription(device_) + ": " + e.what_without_backtrace());
-    }
+    HETPS_RETURN_IF_ERROR(Compute(indices));
     grads = buffers_->HostGradients();
+    idle_ = false;
   }
   auto pulled = client_->PushPull(clock_, static_cast<uint32_t>(indices.size()), grads.data,
                                   grads.owner, buffers_->weight_targets());
@@ -347,11 +369,14 @@ void Trainer::Session::ReportProgress(bool force) {
   if (report_steps_ > 0) last_loss_ = report_loss_sum_ / report_steps_;
   const double loss = last_loss_;
   const double rate = seconds > 0 ? report_samples_ / seconds : 0;
-  auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_);
+  const double compute_rate = report_compute_seconds_ > 0 ? report_samples_ / report_compute_seconds_ : 0;
+  auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_,
+                                   compute_rate, job_.batch_size);
   Status status = control_->Send(sender_.Seal(fbb, wire::Body::Progress, body.Union()));
   if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
   last_report_ = now;
   report_samples_ = 0;
+  report_compute_seconds_ = 0;
   report_loss_sum_ = 0;
   report_steps_ = 0;
 }

@@ -23,6 +23,8 @@ struct TrainerOptions {
   std::string device = "auto";                                 // auto | cpu | cuda[:N] | mps
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // where the data set's files are
   std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
+  double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
+                        // sleeps for the rest), to reproduce a slower machine
 };
 
 class Trainer {

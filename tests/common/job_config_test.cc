@@ -74,6 +74,9 @@ const char* const kEveryKey = R"(# every key
 model: mlp
 dataset: fashion-mnist
 mode: async
+staleness: 5
+staleness_aware_lr: true
+balance: none
 epochs: 7
 global_batch_size: 256
 optimizer:
@@ -91,6 +94,7 @@ summary: /tmp/run.json
 seed: 42
 chunk_samples: 1024
 max_train_samples: 12000
+eval_interval_samples: 6000
 eval_batch_size: 500
 heartbeat_interval_ms: 200
 heartbeat_timeout_ms: 2000
@@ -111,6 +115,10 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.model == "mlp");
   CATCH_CHECK(o.dataset == "fashion-mnist");
   CATCH_CHECK(o.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(o.staleness == 5);
+  CATCH_CHECK(o.staleness_aware_lr);
+  CATCH_CHECK(o.balance == Balance::kNone);
+  CATCH_CHECK(o.eval_interval_samples == 6000);
   CATCH_CHECK(o.epochs == 7);
   CATCH_CHECK(o.global_batch_size == 256);
   CATCH_CHECK(o.optimizer.kind == Kind::kSgd);
@@ -186,7 +194,11 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed",
       {"global_batch_size: 12abc\n", {"global_batch_size", "12abc", "not a number"}},
       {"partition_bytes: 2\n", {"partition_bytes", "2", "4..1073741824"}},
       {"heartbeat_interval_ms: 5\n", {"heartbeat_interval_ms", "5", "10..600000"}},
-      {"mode: ssp\n", {"job.yaml:1: mode", "'ssp'", "sync, async"}},
+      {"mode: bsp\n", {"job.yaml:1: mode", "'bsp'", "sync, async, ssp"}},
+      {"staleness: 10001\n", {"job.yaml:1: staleness", "10001", "0..10000"}},
+      {"staleness_aware_lr: true\n", {"staleness_aware_lr", "needs mode async or ssp"}},
+      {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
+      {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
       {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},
       {"dataset: mnist\n", {"job.yaml:1: dataset", "'mnist'", "fashion-mnist"}},
       {"listen: [a, b]\n", {"job.yaml:1: listen", "expected a string"}},

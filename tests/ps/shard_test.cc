@@ -11,111 +11,12 @@
 #include <vector>
 
 #include "ps/shard.h"
+#include "tests/ps/shard_wire.h"
 
 namespace hetps {
 namespace {
 
-constexpr float kLr = 0.1f;
-// Elements per partition. 64-byte frames are heap-allocated by ZeroMQ, so they are float-aligned.
-constexpr size_t kLength = 16;
-
-using Floats = std::vector<float>;
-
-// "w" [32] and "b" [16] cut into three partitions of 16 floats: server 0 holds partitions 0
-// (w[0:16]) and 2 (b), server 1 holds partition 1 (w[16:32]).
-ShardMap TestMap() {
-  auto map = ShardMap::Build({{"w", {32}, wire::DType::F32}, {"b", {16}, wire::DType::F32}},
-                             /*num_servers=*/2, kLength * sizeof(float));
-  CATCH_REQUIRE(map.ok());
-  CATCH_REQUIRE(map->PartitionsOf(0) == std::vector<uint32_t>{0, 2});
-  CATCH_REQUIRE(map->PartitionsOf(1) == std::vector<uint32_t>{1});
-  return std::move(*map);
-}
-
-std::unique_ptr<Shard> MakeShard(const ShardMap& map, ConsistencyMode mode) {
-  Shard::Options options;
-  options.mode = mode;
-  options.optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
-  options.optimizer.lr = kLr;
-  auto shard = Shard::Create(map, /*server_rank=*/0, options);
-  CATCH_REQUIRE(shard.ok());
-  return std::move(*shard);
-}
-
-Floats Ramp(float start, float step, size_t length = kLength) {
-  Floats values(length);
-  for (size_t i = 0; i < length; ++i) values[i] = start + step * static_cast<float>(i);
-  return values;
-}
-
-zmq::message_t Frame(const Floats& values) {
-  if (values.empty()) return zmq::message_t();
-  return zmq::message_t(values.data(), values.size() * sizeof(float));
-}
-
-// A finished FlatBuffer and the tensor frames that travel with it.
-struct WireMessage {
-  std::vector<uint8_t> buffer;
-  std::vector<zmq::message_t> frames;
-
-  template <typename T>
-  const T& root() const {
-    return *flatbuffers::GetRoot<T>(buffer.data());
-  }
-};
-
-template <typename T>
-WireMessage Finish(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<T> root,
-                   const std::vector<Floats>& frames) {
-  fbb.Finish(root);
-  WireMessage message;
-  message.buffer.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-  for (const Floats& f : frames) message.frames.push_back(Frame(f));
-  return message;
-}
-
-WireMessage MakePush(uint64_t clock, uint32_t batch_size, std::vector<uint32_t> ids,
-                     const std::vector<Floats>& grads, wire::DType dtype = wire::DType::F32) {
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<uint64_t> versions(ids.size(), 0);
-  return Finish(fbb, wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype, true),
-                grads);
-}
-
-WireMessage MakeInit(std::vector<uint32_t> ids, const std::vector<Floats>& weights) {
-  flatbuffers::FlatBufferBuilder fbb;
-  return Finish(fbb, wire::CreateInitWeightsDirect(fbb, &ids), weights);
-}
-
-WireMessage MakePull(std::vector<uint32_t> ids, wire::DType dtype = wire::DType::F32) {
-  flatbuffers::FlatBufferBuilder fbb;
-  return Finish(fbb, wire::CreatePullDirect(fbb, /*clock=*/0, /*latest=*/false, &ids, dtype), {});
-}
-
-Status Push(Shard& shard, uint32_t trainer, const WireMessage& push) {
-  return shard.Push(trainer, push.root<wire::Push>(), push.frames);
-}
-
-// Pushes the same gradient to both partitions of server 0.
-Status PushBoth(Shard& shard, uint32_t trainer, uint64_t clock, uint32_t batch_size,
-                const Floats& grad) {
-  return Push(shard, trainer, MakePush(clock, batch_size, {0, 2}, {grad, grad}));
-}
-
-Status InitBoth(Shard& shard, const Floats& weights) {
-  WireMessage init = MakeInit({0, 2}, {weights, weights});
-  return shard.Init(init.root<wire::InitWeights>(), init.frames);
-}
-
-// The weights of one partition, copied out of a Weights reply.
-Floats WeightsOf(const Shard& shard, uint32_t partition) {
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<zmq::message_t> frames;
-  fbb.Finish(shard.BuildWeights(fbb, {partition}, &frames));
-  CATCH_REQUIRE(frames.size() == 1);
-  const auto* data = static_cast<const float*>(frames[0].data());
-  return Floats(data, data + frames[0].size() / sizeof(float));
-}
+using namespace testing;  // NOLINT: the helpers of shard_wire.h
 
 struct Snapshot {
   Floats weights0, weights2;
