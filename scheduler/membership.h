@@ -58,6 +58,7 @@ struct Member {
   bool ready = false;       // server: shard map installed
   bool done = false;        // trainer: all epochs trained
   bool said_goodbye = false;
+  uint32_t batch_size = 0;  // trainer: the batch per step it was last given
   TrainerProgress progress;
   ServerCounters counters;
 

@@ -77,7 +77,8 @@ std::string RunSummary::ToJson() const {
                      {"test_accuracy", e.test_accuracy},
                      {"test_samples", e.test_samples},
                      {"wall_seconds", e.wall_seconds},
-                     {"samples_trained", e.samples_trained}});
+                     {"samples_trained", e.samples_trained},
+                     {"snapshot", e.snapshot}});
   }
   j["evaluations"] = evals;
   nlohmann::ordered_json servers_json = nlohmann::ordered_json::array();

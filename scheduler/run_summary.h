@@ -17,8 +17,9 @@ struct Evaluation {
   double test_loss = 0;
   double test_accuracy = 0;
   uint64_t test_samples = 0;
-  double wall_seconds = 0;     // since training started
-  uint64_t samples_trained = 0;
+  double wall_seconds = 0;     // since training started, when the weights were taken
+  uint64_t samples_trained = 0;  // by then, over all trainers
+  uint32_t snapshot = 0;       // > 0: a periodic evaluation (eval_interval_samples)
 };
 
 struct ServerSummary {

@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "common/logging.h"
 #include "common/transport.h"
@@ -10,6 +11,10 @@ namespace {
 
 constexpr auto kPollInterval = std::chrono::milliseconds(100);
 constexpr auto kGoodbyeWait = std::chrono::seconds(5);
+// balance: speed: at most one new split per interval; it takes effect at a step this far ahead
+// of the fastest trainer.
+constexpr auto kRebalanceInterval = std::chrono::seconds(2);
+constexpr std::chrono::duration<double> kRebalanceLead = std::chrono::seconds(1);
 
 std::string RoutingId(const Message& message) {
   return std::string(static_cast<const char*>(message.routing_id.data()), message.routing_id.size());
@@ -35,7 +40,11 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       job_(options_.job),
       members_(job_.servers, job_.trainers),
       chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
-      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {}
+      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {
+  if (job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) {
+    balancer_.emplace(job_.global_batch_size, std::max<uint32_t>(2, job_.global_batch_size / 20));
+  }
+}
 
 Scheduler::~Scheduler() = default;
 
@@ -138,6 +147,11 @@ void Scheduler::Handle(Message message) {
                           p->samples(),      p->loss(),
                           p->samples_per_second(), p->weight_version(),
                           p->compute_samples_per_second(), p->batch_size()};
+      if (balancer_) {
+        balancer_->Observe(member->rank, p->compute_samples_per_second());
+        MaybeRebalance();
+      }
+      MaybeRequestSnapshot();
       return;
     }
     case wire::Body::Done:
@@ -199,9 +213,9 @@ void Scheduler::HandleJoin(const Message& message) {
   flatbuffers::FlatBufferBuilder fbb(512);
   flatbuffers::Offset<wire::TrainerJob> trainer_job;
   if (member->role == wire::Role::Trainer) {
+    member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank);
     trainer_job = wire::CreateTrainerJobDirect(
-        fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs,
-        EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank), job_.seed,
+        fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs, member->batch_size, job_.seed,
         job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,
         job_.request_timeout_ms);
   }
@@ -311,6 +325,7 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
                                   chunks_.EpochComplete(epoch));
   }
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ChunkGrant, body.Union()));
+  MaybeRequestSnapshot();
   MaybeRequestEvaluation();
 }
 
@@ -325,6 +340,28 @@ void Scheduler::HandleDone(Member& member, const Message& message) {
 
 void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   const auto* report = message.body<wire::EvalReport>();
+  if (report->snapshot() > 0) {
+    auto it = snapshots_.find(report->snapshot());
+    if (it == snapshots_.end()) {
+      HETPS_LOG(WARNING) << "ignored an evaluation of snapshot " << report->snapshot() << " from "
+                         << member.Describe() << " that was not asked for";
+      return;
+    }
+    Evaluation e = it->second;  // taken when the snapshot was asked for
+    snapshots_.erase(it);
+    e.weight_version = report->weight_version();
+    e.test_loss = report->test_loss();
+    e.test_accuracy = report->test_accuracy();
+    e.test_samples = report->test_samples();
+    summary_.evaluations.push_back(e);
+    char line[256];
+    std::snprintf(line, sizeof(line), "at %s samples (%s): test accuracy %.4f, test loss %.4f",
+                  WithThousands(e.samples_trained).c_str(), FormatDuration(e.wall_seconds).c_str(),
+                  e.test_accuracy, e.test_loss);
+    display_.Note(line);
+    HETPS_LOG(INFO) << line;
+    return;
+  }
   if (evals_.empty() || eval_member_ != member.routing_id) {
     HETPS_LOG(WARNING) << "ignored an evaluation from " << member.Describe() << " that was not asked for";
     return;
@@ -337,8 +374,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   e.test_accuracy = report->test_accuracy();
   e.test_samples = report->test_samples();
   e.wall_seconds = SecondsSince(training_started_);
-  e.samples_trained = 0;
-  for (Member* t : members_.Members(wire::Role::Trainer, false)) e.samples_trained += t->progress.samples;
+  e.samples_trained = SamplesTrained();
   summary_.evaluations.push_back(e);
   char line[256];
   std::snprintf(line, sizeof(line), "%s epoch %u: test accuracy %.4f, test loss %.4f (%s samples, %s)",
@@ -350,6 +386,71 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   eval_member_.clear();
   if (e.final) return BeginShutdown(false, "");
   MaybeRequestEvaluation();
+}
+
+uint64_t Scheduler::SamplesTrained() {
+  uint64_t samples = 0;
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) samples += t->progress.samples;
+  return samples;
+}
+
+void Scheduler::MaybeRequestSnapshot() {
+  if (job_.eval_interval_samples == 0 || phase_ != Phase::kTraining) return;
+  const uint64_t samples = SamplesTrained();
+  if (samples < next_snapshot_ * job_.eval_interval_samples) return;
+  Member* evaluator = members_.LowestLiveTrainer();
+  if (evaluator == nullptr) return;
+  // Several multiples passed at once (a slow report) make one snapshot, not several.
+  while (samples >= next_snapshot_ * job_.eval_interval_samples) ++next_snapshot_;
+  const uint32_t snapshot = next_snapshot_ - 1;
+  Evaluation& e = snapshots_[snapshot];
+  e.snapshot = snapshot;
+  e.epoch = evaluator->progress.epoch;
+  e.wall_seconds = SecondsSince(training_started_);
+  e.samples_trained = samples;
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateEvalRequest(fbb, e.epoch, /*final=*/false, snapshot);
+  SendTo(evaluator->routing_id, sender_.Seal(fbb, wire::Body::EvalRequest, body.Union()));
+}
+
+void Scheduler::MaybeRebalance() {
+  if (phase_ != Phase::kTraining) return;
+  const auto now = Clock::now();
+  if (now - last_rebalance_ < kRebalanceInterval) return;
+  std::vector<uint32_t> ranks;
+  std::map<uint32_t, uint32_t> current;
+  uint64_t newest_clock = 0;
+  double steps_per_second = 0;
+  for (Member* t : members_.Members(wire::Role::Trainer)) {
+    if (t->done) return;  // the job is ending
+    ranks.push_back(t->rank);
+    current[t->rank] = t->batch_size;
+    newest_clock = std::max(newest_clock, t->progress.clock);
+    if (t->progress.batch_size > 0) {
+      steps_per_second = std::max(steps_per_second,
+                                  t->progress.samples_per_second / t->progress.batch_size);
+    }
+  }
+  auto proposal = balancer_->Propose(ranks, current);
+  if (!proposal) return;
+  last_rebalance_ = now;
+  // Far enough ahead that every trainer has the message before it reaches that step.
+  const uint64_t from_clock =
+      newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * kRebalanceLead.count()));
+  std::vector<uint32_t> sizes(*std::max_element(ranks.begin(), ranks.end()) + 1, 0);
+  std::string split;
+  for (const auto& [rank, batch] : *proposal) {
+    sizes[rank] = batch;
+    split += (split.empty() ? "" : ", ") + std::string("trainer ") + std::to_string(rank) + " " +
+             std::to_string(batch);
+  }
+  HETPS_LOG(INFO) << "balancing the global batch by speed from step " << from_clock << ": " << split;
+  for (Member* t : members_.Members(wire::Role::Trainer)) {
+    t->batch_size = sizes[t->rank];
+    flatbuffers::FlatBufferBuilder fbb(64 + 4 * sizes.size());
+    auto body = wire::CreateRebalanceDirect(fbb, from_clock, &sizes);
+    SendTo(t->routing_id, sender_.Seal(fbb, wire::Body::Rebalance, body.Union()));
+  }
 }
 
 void Scheduler::MaybeRequestEvaluation() {
@@ -407,6 +508,7 @@ void Scheduler::DeclareDead(Member& member, const std::string& why) {
   if (phase_ == Phase::kGathering || phase_ == Phase::kStarting) {
     return BeginShutdown(true, member.Describe() + " stopped before training began (" + why + ")");
   }
+  if (balancer_) balancer_->Forget(member.rank);
   const size_t returned = chunks_.Requeue(member.rank);
   if (returned > 0) HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
   if (members_.Count(wire::Role::Trainer) == 0) {

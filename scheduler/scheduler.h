@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,6 +22,7 @@
 #include "common/message.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "scheduler/balancer.h"
 #include "scheduler/chunk_queue.h"
 #include "scheduler/membership.h"
 #include "scheduler/progress_display.h"
@@ -73,6 +75,11 @@ class Scheduler {
   void DeclareDead(Member& member, const std::string& why);
   void BroadcastMembership();
   void MaybeRequestEvaluation();
+  // eval_interval_samples: asks for a snapshot each time the samples trained pass a multiple.
+  void MaybeRequestSnapshot();
+  // balance: speed: sends a new split of the global batch when the speeds call for one.
+  void MaybeRebalance();
+  uint64_t SamplesTrained();
   void BeginShutdown(bool failed, const std::string& reason);
   void FillSummary();
   void ShowProgress(bool force);
@@ -106,6 +113,12 @@ class Scheduler {
   std::string eval_member_;             // routing id of the trainer evaluating evals_.front()
   uint32_t next_epoch_to_evaluate_ = 0;
   bool final_eval_queued_ = false;
+  // Periodic evaluations: the ones asked for, by snapshot number, awaiting their reports.
+  std::map<uint32_t, Evaluation> snapshots_;
+  uint32_t next_snapshot_ = 1;
+
+  std::optional<Balancer> balancer_;      // sync with balance: speed
+  Clock::time_point last_rebalance_{};
 
   Clock::time_point created_ = Clock::now();
   Clock::time_point training_started_{};

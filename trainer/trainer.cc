@@ -1,6 +1,7 @@
 #include "trainer/trainer.h"
 
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include <torch/torch.h>
@@ -73,7 +74,14 @@ class Trainer::Session {
   Status Compute(const std::vector<int64_t>& indices);
   // Handles what the scheduler sent (evaluation requests); Aborted once it said Shutdown.
   Status HandleControl();
+  // Evaluates the newest weights and reports; a final evaluation first evaluates the snapshots.
   Status Evaluate(const wire::EvalRequest& request);
+  // Pulls the newest weights and keeps a copy to evaluate later (eval_interval_samples).
+  Status TakeSnapshot(const wire::EvalRequest& request);
+  // Runs the model as it is on the whole test set and reports the result.
+  Status EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version);
+  // balance: speed: takes a batch size from the scheduler at the step it names.
+  void NoteRebalance(const wire::Rebalance& rebalance);
   void ReportProgress(bool force);
   Status WaitForShutdown();
   // The status to return once the scheduler has said Shutdown.
@@ -98,6 +106,18 @@ class Trainer::Session {
   uint64_t samples_ = 0;
   uint64_t weight_version_ = 0;
   bool idle_ = false;  // ssp: the servers were told this trainer has no data
+  struct PendingBatch {
+    uint64_t from_clock = 0;
+    uint32_t batch_size = 0;
+  };
+  std::optional<PendingBatch> pending_batch_;
+  struct Snapshot {
+    uint32_t id = 0;
+    uint32_t epoch = 0;
+    uint64_t version = 0;
+    std::vector<std::vector<float>> weights;  // one per tensor of the shard map
+  };
+  std::vector<Snapshot> snapshots_;
   // Since the last progress report:
   Clock::time_point last_report_ = Clock::now();
   uint64_t report_samples_ = 0;
@@ -217,6 +237,15 @@ Status Trainer::Session::TrainEpochs() {
   last_report_ = Clock::now();
   while (epoch_ < job_.epochs) {
     HETPS_RETURN_IF_ERROR(HandleControl());
+    if (pending_batch_ && clock_ >= pending_batch_->from_clock) {
+      if (clock_ > pending_batch_->from_clock) {
+        HETPS_LOG(WARNING) << "batch " << pending_batch_->batch_size << " was due at step "
+                           << pending_batch_->from_clock << " but arrived at step " << clock_;
+      }
+      job_.batch_size = pending_batch_->batch_size;
+      pending_batch_.reset();
+      HETPS_LOG(INFO) << "batch per step is now " << job_.batch_size << " from step " << clock_;
+    }
     auto indices = sampler_->Next(epoch_, job_.batch_size);
     if (!indices.ok()) return indices.status();
     if (indices->empty() && !sync) {
@@ -300,8 +329,13 @@ Status Trainer::Session::HandleControl() {
   HETPS_RETURN_IF_ERROR(control_->Service());
   while (auto message = control_->TakeInbox()) {
     switch (message->kind()) {
-      case wire::Body::EvalRequest:
-        HETPS_RETURN_IF_ERROR(Evaluate(*message->body<wire::EvalRequest>()));
+      case wire::Body::EvalRequest: {
+        const auto* request = message->body<wire::EvalRequest>();
+        HETPS_RETURN_IF_ERROR(request->snapshot() > 0 ? TakeSnapshot(*request) : Evaluate(*request));
+        break;
+      }
+      case wire::Body::Rebalance:
+        NoteRebalance(*message->body<wire::Rebalance>());
         break;
       case wire::Body::Membership:
         HETPS_LOG(INFO) << "membership epoch " << message->body<wire::Membership>()->membership_epoch()
@@ -319,11 +353,51 @@ Status Trainer::Session::HandleControl() {
   return Status::Ok();
 }
 
-Status Trainer::Session::Evaluate(const wire::EvalRequest& request) {
+void Trainer::Session::NoteRebalance(const wire::Rebalance& rebalance) {
+  const uint32_t rank = sender_.rank();
+  const auto* sizes = rebalance.batch_sizes();
+  if (rank >= sizes->size() || sizes->Get(rank) == 0) {
+    HETPS_LOG(WARNING) << "ignored a rebalance that gives this trainer (rank " << rank << ") no batch";
+    return;
+  }
+  pending_batch_ = PendingBatch{rebalance.from_clock(), sizes->Get(rank)};
+}
+
+Status Trainer::Session::TakeSnapshot(const wire::EvalRequest& request) {
   auto pulled = client_->Pull(clock_, /*latest=*/true, buffers_->weight_targets());
   if (!pulled.ok()) return pulled.status();
   buffers_->CommitWeights();
   weight_version_ = pulled->weight_version;
+  Snapshot snapshot{request.snapshot(), request.epoch(), pulled->weight_version, {}};
+  for (size_t t = 0; t < map_->tensors().size(); ++t) {
+    const float* data = buffers_->weight_targets()[t];
+    snapshot.weights.emplace_back(data, data + map_->tensors()[t].numel());
+  }
+  snapshots_.push_back(std::move(snapshot));
+  return Status::Ok();
+}
+
+Status Trainer::Session::Evaluate(const wire::EvalRequest& request) {
+  if (request.final()) {
+    // The snapshots first, each loaded into the model in turn; the pull below restores the newest.
+    for (const Snapshot& snapshot : snapshots_) {
+      for (size_t t = 0; t < snapshot.weights.size(); ++t) {
+        std::copy(snapshot.weights[t].begin(), snapshot.weights[t].end(), buffers_->weight_targets()[t]);
+      }
+      buffers_->CommitWeights();
+      HETPS_RETURN_IF_ERROR(EvaluateAndReport(snapshot.epoch, false, snapshot.id, snapshot.version));
+    }
+    snapshots_.clear();
+  }
+  auto pulled = client_->Pull(clock_, /*latest=*/true, buffers_->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  buffers_->CommitWeights();
+  weight_version_ = pulled->weight_version;
+  return EvaluateAndReport(request.epoch(), request.final(), 0, weight_version_);
+}
+
+Status Trainer::Session::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot,
+                                           uint64_t version) {
   const auto start = Clock::now();
   double loss_sum = 0;
   int64_t correct = 0;
@@ -352,12 +426,12 @@ Status Trainer::Session::Evaluate(const wire::EvalRequest& request) {
   }
   const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
   const double loss = n > 0 ? loss_sum / n : 0;
-  HETPS_LOG(INFO) << "evaluated weights version " << weight_version_ << " on " << n
+  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n
                   << " test images: accuracy " << accuracy << ", loss " << loss << " ("
                   << std::chrono::duration<double>(Clock::now() - start).count() << " s)";
   flatbuffers::FlatBufferBuilder fbb(128);
-  auto body = wire::CreateEvalReport(fbb, request.epoch(), request.final(), weight_version_, loss,
-                                     accuracy, static_cast<uint64_t>(n));
+  auto body = wire::CreateEvalReport(fbb, epoch, final, version, loss, accuracy,
+                                     static_cast<uint64_t>(n), snapshot);
   return control_->Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
 }
 

@@ -304,6 +304,16 @@ std::map<wire::Body, KindCase> AllKinds() {
       }};
   cases[wire::Body::Ack] = {[](Builder& fbb) { return wire::CreateAck(fbb).Union(); },
                             [](const Message& m) { CATCH_CHECK(m.body<wire::Ack>() != nullptr); }};
+  cases[wire::Body::Rebalance] = {
+      [](Builder& fbb) {
+        const std::vector<uint32_t> sizes = {48, 0, 16};
+        return wire::CreateRebalanceDirect(fbb, 120, &sizes).Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::Rebalance>();
+        CATCH_CHECK(b->from_clock() == 120);
+        CATCH_CHECK(Vec(b->batch_sizes()) == std::vector<uint32_t>{48, 0, 16});
+      }};
   return cases;
 }
 

@@ -1,9 +1,11 @@
 // Sync mode end to end: two trainers on fixed, disjoint batches against one process on the
-// concatenated batches, through a real scheduler and two servers on 127.0.0.1.
+// concatenated batches, through a real scheduler and two servers on 127.0.0.1 — with even
+// shares, and with shares that change every step as balance: speed makes them.
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <future>
 
 #include "tests/support/local_cluster.h"
@@ -15,8 +17,13 @@ namespace hetps {
 namespace {
 
 constexpr int kSteps = 5;
-constexpr int kPerTrainer = 32;
+constexpr int kGlobalBatch = 64;
 constexpr int kTrainers = 2;
+
+// Per step, trainer 0's and trainer 1's batch; each step's pair adds up to kGlobalBatch.
+using Splits = std::vector<std::array<int, kTrainers>>;
+const Splits kEven(kSteps, {32, 32});
+const Splits kChanging = {{32, 32}, {48, 16}, {56, 8}, {40, 24}, {61, 3}};
 
 std::vector<int64_t> Rows(int64_t begin, int64_t count) {
   std::vector<int64_t> rows(static_cast<size_t>(count));
@@ -24,9 +31,10 @@ std::vector<int64_t> Rows(int64_t begin, int64_t count) {
   return rows;
 }
 
-// One trainer of the cluster: trainer `rank` takes rows [step*64 + rank*32, +32) at each step.
+// One trainer of the cluster: at each step trainer 0 takes the first splits[step][0] rows of the
+// step's kGlobalBatch, trainer 1 the rest.
 Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster, const Dataset& data,
-                                                  uint64_t seed) {
+                                                  uint64_t seed, const Splits& splits) {
   auto model = BuildModel("mlp", seed);
   if (!model.ok()) return model.status();
   auto buffers = ModelBuffers::Create(**model, torch::kCPU);
@@ -38,15 +46,16 @@ Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster
   auto pulled = trainer.client().Pull(0, false, (*buffers)->weight_targets());
   if (!pulled.ok()) return pulled.status();
   for (int step = 0; step < kSteps; ++step) {
-    auto rows = Rows(step * kPerTrainer * kTrainers + trainer.rank() * kPerTrainer, kPerTrainer);
+    const int count = splits[step][trainer.rank()];
+    auto rows = Rows(step * kGlobalBatch + (trainer.rank() == 0 ? 0 : splits[step][0]), count);
     Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
     (*buffers)->ClearGradients();
     torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
     HostTensors grads = (*buffers)->HostGradients();
-    auto result = trainer.client().PushPull(step, kPerTrainer, grads.data, grads.owner,
-                                            (*buffers)->weight_targets());
+    auto result = trainer.client().PushPull(step, static_cast<uint32_t>(count), grads.data,
+                                            grads.owner, (*buffers)->weight_targets());
     if (!result.ok()) return result.status();
-    if (result->round_samples != kPerTrainer * kTrainers) {
+    if (result->round_samples != kGlobalBatch) {
       return Status::Internal("round " + std::to_string(step) + " had " +
                               std::to_string(result->round_samples) + " samples");
     }
@@ -63,7 +72,7 @@ std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
   auto model = *BuildModel("mlp", seed);
   auto optimizer = make_optimizer(model->parameters());
   for (int step = 0; step < kSteps; ++step) {
-    auto rows = Rows(step * kPerTrainer * kTrainers, kPerTrainer * kTrainers);
+    auto rows = Rows(step * kGlobalBatch, kGlobalBatch);
     Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
     optimizer->zero_grad();
     torch::nn::functional::cross_entropy(model->forward(batch.input), batch.target).backward();
@@ -76,7 +85,8 @@ std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
 
 void CheckEquivalence(const OptimizerOptions& options,
                       const std::function<std::unique_ptr<torch::optim::Optimizer>(
-                          std::vector<torch::Tensor>)>& make_optimizer) {
+                          std::vector<torch::Tensor>)>& make_optimizer,
+                      const Splits& splits = kEven) {
   auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(data.ok());
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 2, kTrainers);
@@ -87,7 +97,8 @@ void CheckEquivalence(const OptimizerOptions& options,
 
   std::vector<std::future<Result<std::vector<torch::Tensor>>>> trainers;
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.push_back(std::async(std::launch::async, [&] { return TrainInCluster(cluster, *data, job.seed); }));
+    trainers.push_back(std::async(std::launch::async,
+                                  [&] { return TrainInCluster(cluster, *data, job.seed, splits); }));
   }
   std::vector<std::vector<torch::Tensor>> results;
   for (auto& trainer : trainers) {
@@ -138,6 +149,20 @@ CATCH_TEST_CASE("Two trainers in sync mode with Adam equal one process on the co
   CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
     return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(options.lr));
   });
+}
+
+CATCH_TEST_CASE("Trainers whose shares of the global batch change every step equal one process",
+                "[ps][sync][balance]") {
+  OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  options.lr = 0.05;
+  options.momentum = 0.9;
+  CheckEquivalence(
+      options,
+      [&](std::vector<torch::Tensor> params) {
+        return std::make_unique<torch::optim::SGD>(
+            params, torch::optim::SGDOptions(options.lr).momentum(options.momentum));
+      },
+      kChanging);
 }
 
 }  // namespace hetps

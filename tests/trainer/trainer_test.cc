@@ -52,22 +52,32 @@ RunSummary RunJob(ConsistencyMode mode, uint32_t trainers, uint32_t epochs, uint
   return cluster.summary();
 }
 
+// The evaluations after each epoch, without the periodic ones.
+std::vector<Evaluation> EpochEvaluations(const RunSummary& summary) {
+  std::vector<Evaluation> evaluations;
+  for (const Evaluation& e : summary.evaluations) {
+    if (e.snapshot == 0) evaluations.push_back(e);
+  }
+  return evaluations;
+}
+
 void CheckEpochs(const RunSummary& summary, uint32_t epochs, uint64_t samples) {
   CATCH_CHECK(summary.ok);
   CATCH_CHECK(summary.samples_completed == epochs * samples);
   uint64_t trained = 0;
   for (const TrainerSummary& t : summary.trainer_details) trained += t.samples;
   CATCH_CHECK(trained == epochs * samples);
-  CATCH_REQUIRE(summary.evaluations.size() == epochs);
+  const std::vector<Evaluation> evaluations = EpochEvaluations(summary);
+  CATCH_REQUIRE(evaluations.size() == epochs);
   for (uint32_t e = 0; e < epochs; ++e) {
-    CATCH_CHECK(summary.evaluations[e].epoch == e);
-    CATCH_CHECK(summary.evaluations[e].final == (e + 1 == epochs));
-    CATCH_CHECK(summary.evaluations[e].test_samples == 10000);
+    CATCH_CHECK(evaluations[e].epoch == e);
+    CATCH_CHECK(evaluations[e].final == (e + 1 == epochs));
+    CATCH_CHECK(evaluations[e].test_samples == 10000);
   }
   // Training helps: the last evaluation beats chance clearly, and the weights moved on.
-  CATCH_CHECK(summary.evaluations.back().test_accuracy > 0.6);
-  CATCH_CHECK(summary.evaluations.back().weight_version > summary.evaluations.front().weight_version);
-  CATCH_CHECK(summary.final_test_accuracy == summary.evaluations.back().test_accuracy);
+  CATCH_CHECK(evaluations.back().test_accuracy > 0.6);
+  CATCH_CHECK(evaluations.back().weight_version > evaluations.front().weight_version);
+  CATCH_CHECK(summary.final_test_accuracy == evaluations.back().test_accuracy);
 }
 
 }  // namespace
@@ -124,6 +134,42 @@ CATCH_TEST_CASE("ssp with staleness 0 runs in lock-step", "[trainer][ssp]") {
   // Each push was computed on the weights of the previous clock, then at most the other
   // trainer's push of the same clock came first.
   CATCH_CHECK(summary.staleness.max <= 1);
+}
+
+CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the global batch",
+                "[trainer][sync][balance][heterogeneous]") {
+  const RunSummary summary =
+      RunJob(ConsistencyMode::kSync, 2, 2, 20000, {1.0, 6.0}, [](JobOptions& job) {
+        job.balance = Balance::kSpeed;
+        job.global_batch_size = 256;
+        job.chunk_samples = 512;
+        job.eval_interval_samples = 8000;
+      });
+  CheckEpochs(summary, 2, 20000);
+  CATCH_REQUIRE(summary.trainer_details.size() == 2);
+  CATCH_CHECK(summary.trainer_details[0].steps == summary.trainer_details[1].steps);
+  CATCH_REQUIRE(summary.batch_share.size() == 2);
+  CATCH_CHECK(summary.batch_share[0] + summary.batch_share[1] == Approx(1.0));
+  const double slow_share = std::min(summary.batch_share[0], summary.batch_share[1]);
+  CATCH_INFO("shares " << summary.batch_share[0] << ", " << summary.batch_share[1]);
+  // Six times slower: about 1/7 of the batch when the cost of a step grows with its batch.
+  CATCH_CHECK(slow_share > 0);
+  CATCH_CHECK(slow_share < 0.3);
+
+  // Periodic evaluations: snapshots taken as the samples passed each multiple of 8000, evaluated
+  // on the whole test set before the final evaluation.
+  std::vector<Evaluation> periodic;
+  for (const Evaluation& e : summary.evaluations) {
+    if (e.snapshot > 0) periodic.push_back(e);
+  }
+  CATCH_CHECK(periodic.size() >= 3);
+  CATCH_CHECK(periodic.size() <= 5);
+  for (size_t i = 0; i < periodic.size(); ++i) {
+    CATCH_CHECK(periodic[i].test_samples == 10000);
+    CATCH_CHECK(periodic[i].test_accuracy > 0.3);
+    CATCH_CHECK(periodic[i].samples_trained >= periodic[i].snapshot * 8000);
+    if (i > 0) CATCH_CHECK(periodic[i].samples_trained > periodic[i - 1].samples_trained);
+  }
 }
 
 }  // namespace hetps
