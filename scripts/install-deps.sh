@@ -18,6 +18,7 @@ packages=(
   libopenblas0-openmp
   dataset-fashion-mnist
   python3
+  python3-matplotlib
 )
 
 sudo_cmd=()
