@@ -191,6 +191,12 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"optimizer", [o, source](const YAML::Node& n, const std::string&) {
          return ReadOptimizer(n, source, &o->optimizer);
        }},
+      {"wire_dtype", [o](const YAML::Node& n, const std::string& w) {
+         std::string name;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"fp32", "bf16", "fp16"}, &name));
+         o->wire_dtype = *ParseWireDType(name);
+         return Status::Ok();
+       }},
       {"partition_bytes", u64(&o->partition_bytes, 4, uint64_t{1} << 30)},
       {"servers", u32(&o->servers, 1, 256)},
       {"trainers", u32(&o->trainers, 1, 1024)},
@@ -221,6 +227,21 @@ const char* ModeName(ConsistencyMode mode) {
 }
 
 const char* BalanceName(Balance balance) { return balance == Balance::kSpeed ? "speed" : "none"; }
+
+const char* WireDTypeName(wire::DType dtype) {
+  switch (dtype) {
+    case wire::DType::BF16: return "bf16";
+    case wire::DType::F16: return "fp16";
+    default: return "fp32";
+  }
+}
+
+Result<wire::DType> ParseWireDType(const std::string& name) {
+  if (name == "fp32") return wire::DType::F32;
+  if (name == "bf16") return wire::DType::BF16;
+  if (name == "fp16") return wire::DType::F16;
+  return Status::InvalidArgument("wire_dtype: '" + name + "' is not a wire dtype; allowed: fp32, bf16, fp16");
+}
 
 Result<ConsistencyMode> ParseMode(const std::string& name) {
   if (name == "sync") return ConsistencyMode::kSync;
@@ -345,6 +366,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
       break;
   }
   out << YAML::EndMap;
+  out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);
   out << YAML::Key << "partition_bytes" << YAML::Value << o.partition_bytes;
   out << YAML::Key << "servers" << YAML::Value << o.servers;
   out << YAML::Key << "trainers" << YAML::Value << o.trainers;

@@ -22,6 +22,9 @@ enum class ConsistencyMode { kSync, kAsync, kSsp };
 
 const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp"
 const char* BalanceName(Balance balance);     // "none", "speed"
+// Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
+const char* WireDTypeName(wire::DType dtype);
+Result<wire::DType> ParseWireDType(const std::string& name);
 Result<ConsistencyMode> ParseMode(const std::string& name);
 wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
@@ -40,6 +43,8 @@ struct JobOptions {
   uint32_t global_batch_size = 64;            // samples per step over all trainers; each trainer
                                               // takes an equal share (the first ones one more)
   OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  wire::DType wire_dtype = wire::DType::F32;  // gradients and weights in flight: fp32 | bf16 |
+                                              // fp16 (the servers keep float32 master weights)
   uint64_t partition_bytes = 4u << 20;        // largest partition: 4 MiB (BytePS's best)
   uint32_t servers = 1;                       // servers to wait for: 1..256
   uint32_t trainers = 1;                      // trainers to wait for: 1..1024

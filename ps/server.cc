@@ -179,6 +179,7 @@ void Server::HandleData(Message message) {
         pull.trainer = trainer;
         pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
         pull.clock = push->clock() + 1;
+        pull.dtype = push->dtype();
         pending_.push_back(std::move(pull));
       } else {
         Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
@@ -196,6 +197,7 @@ void Server::HandleData(Message message) {
       pull.partitions.assign(body->partitions()->begin(), body->partitions()->end());
       pull.clock = body->clock();
       pull.latest = body->latest();
+      pull.dtype = body->dtype();
       pending_.push_back(std::move(pull));
       AnswerReadyPulls();
       return;
@@ -215,7 +217,7 @@ void Server::AnswerReadyPulls() {
     if (!it->latest) shard_->RecordAdmission(it->clock);
     flatbuffers::FlatBufferBuilder fbb(256 + 12 * it->partitions.size());
     std::vector<zmq::message_t> frames;
-    auto body = shard_->BuildWeights(fbb, it->partitions, &frames);
+    auto body = shard_->BuildWeights(fbb, it->partitions, &frames, it->dtype);
     Reply(std::move(it->routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
           std::move(frames));
     ++pulls_answered_;

@@ -56,6 +56,7 @@ class Server {
     std::vector<uint32_t> partitions;
     uint64_t clock = 0;
     bool latest = false;
+    wire::DType dtype = wire::DType::F32;  // of the weights in the reply
   };
 
   Status HandleControl(Message message);

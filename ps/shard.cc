@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/dtype.h"
 #include "common/transport.h"
 
 namespace hetps {
@@ -80,7 +81,8 @@ Result<const Shard::Slot*> Shard::Find(uint32_t partition) const {
 }
 
 Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
-                          const std::vector<zmq::message_t>& frames, bool allow_empty) const {
+                          const std::vector<zmq::message_t>& frames, bool allow_empty,
+                          wire::DType dtype) const {
   if (ids.size() != frames.size()) {
     return Status::Protocol("message lists " + std::to_string(ids.size()) + " partitions but carries " +
                             std::to_string(frames.size()) + " tensor frames");
@@ -93,19 +95,20 @@ Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
   for (size_t i = 0; i < ids.size(); ++i) {
     auto slot = Find(ids[i]);
     if (!slot.ok()) return slot.status();
-    const size_t expected = (*slot)->info->length * sizeof(float);
+    const size_t expected = (*slot)->info->length * DTypeSize(dtype);
     const size_t got = frames[i].size();
     if (got != expected && !(allow_empty && got == 0)) {
       return Status::InvalidArgument(PartitionName(map_, ids[i]) + " frame has " +
                                      std::to_string(got) + " bytes, expected " +
-                                     std::to_string(expected) + " (float32)");
+                                     std::to_string(expected) + " (" + DTypeName(dtype) + ")");
     }
   }
   return Status::Ok();
 }
 
 Status Shard::Init(const wire::InitWeights& init, const std::vector<zmq::message_t>& frames) {
-  HETPS_RETURN_IF_ERROR(CheckFrames(*init.partitions(), frames, /*allow_empty=*/false));
+  HETPS_RETURN_IF_ERROR(
+      CheckFrames(*init.partitions(), frames, /*allow_empty=*/false, wire::DType::F32));
   for (size_t i = 0; i < frames.size(); ++i) {
     Slot* slot = *Find(init.partitions()->Get(i));
     if (slot->initialized) continue;
@@ -121,8 +124,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
   const ConsistencyMode mode = options_.mode;
   const bool sync = mode == ConsistencyMode::kSync;
   const bool empty = push.batch_size() == 0;
-  if (push.dtype() != wire::DType::F32) {
-    return Status::FailedPrecondition("gradients must travel as float32 in this version");
+  const wire::DType dtype = push.dtype();
+  if (!IsWireFloat(dtype)) {
+    return Status::FailedPrecondition(std::string("gradients travel as float32, bfloat16 or float16, not ") +
+                                      DTypeName(dtype));
   }
   if (!IsLive(trainer)) {
     return Status::FailedPrecondition("trainer " + std::to_string(trainer) +
@@ -137,7 +142,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     return Status::Protocol("push lists " + std::to_string(ids.size()) + " partitions but " +
                             std::to_string(versions->size()) + " versions");
   }
-  HETPS_RETURN_IF_ERROR(CheckFrames(ids, frames, /*allow_empty=*/empty));
+  HETPS_RETURN_IF_ERROR(CheckFrames(ids, frames, /*allow_empty=*/empty, dtype));
   for (size_t i = 0; i < ids.size(); ++i) {
     const Slot* slot = *Find(ids[i]);
     if (empty && frames[i].size() != 0) {
@@ -179,8 +184,15 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     const uint64_t used = versions != nullptr && !empty ? versions->Get(i) : slot.version;
     const uint64_t partition_staleness = slot.version - used;
     staleness = std::max(staleness, partition_staleness);
-    const auto* grad = static_cast<const float*>(frames[i].data());
+    const size_t n = slot.info->length;
     if (!sync) {
+      // float32 gradients are read in place; 16-bit ones are widened once into scratch.
+      const float* grad = static_cast<const float*>(frames[i].data());
+      if (dtype != wire::DType::F32) {
+        scratch_.resize(n);
+        UnpackFloats(frames[i].data(), n, dtype, scratch_.data());
+        grad = scratch_.data();
+      }
       const bool scale = options_.staleness_aware_lr && partition_staleness > 1;
       ApplyStep(slot, grad, 1.0f, scale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f);
       continue;
@@ -188,14 +200,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     if (!empty) {
       // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
       // of the round, as one process would compute on the concatenated batch.
-      const float weight = static_cast<float>(push.batch_size());
-      float* __restrict sum = slot.sum.data();
-      const size_t n = slot.info->length;
-      if (slot.round_samples == 0) {
-        for (size_t j = 0; j < n; ++j) sum[j] = weight * grad[j];
-      } else {
-        for (size_t j = 0; j < n; ++j) sum[j] += weight * grad[j];
-      }
+      ScaleInto(frames[i].data(), n, dtype, static_cast<float>(push.batch_size()),
+                /*assign=*/slot.round_samples == 0, slot.sum.data());
       slot.round_samples += push.batch_size();
     }
     slot.pushed.push_back(trainer);
@@ -245,8 +251,9 @@ void Shard::RecordAdmission(uint64_t clock) {
 }
 
 Status Shard::ValidatePull(uint32_t trainer, const wire::Pull& pull) const {
-  if (pull.dtype() != wire::DType::F32) {
-    return Status::FailedPrecondition("weights travel as float32 in this version");
+  if (!IsWireFloat(pull.dtype())) {
+    return Status::FailedPrecondition(std::string("weights travel as float32, bfloat16 or float16, not ") +
+                                      DTypeName(pull.dtype()));
   }
   if (!IsLive(trainer)) {
     return Status::FailedPrecondition("trainer " + std::to_string(trainer) +
@@ -278,7 +285,8 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
 
 flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
                                                        const std::vector<uint32_t>& partitions,
-                                                       std::vector<zmq::message_t>* frames) const {
+                                                       std::vector<zmq::message_t>* frames,
+                                                       wire::DType dtype) const {
   std::vector<uint64_t> versions;
   versions.reserve(partitions.size());
   uint64_t round_samples = 0;
@@ -286,14 +294,17 @@ flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBu
     const Slot* slot = *Find(id);
     versions.push_back(slot->version);
     round_samples = std::max(round_samples, slot->last_round_samples);
-    const size_t bytes = slot->info->length * sizeof(float);
-    if (options_.mode == ConsistencyMode::kSync) {
-      frames->push_back(BorrowFrame(slot->weights.get(), bytes, slot->weights));
+    const size_t n = slot->info->length;
+    if (dtype != wire::DType::F32) {
+      frames->emplace_back(n * DTypeSize(dtype));
+      PackFloats(slot->weights.get(), n, dtype, frames->back().data());
+    } else if (options_.mode == ConsistencyMode::kSync) {
+      frames->push_back(BorrowFrame(slot->weights.get(), n * sizeof(float), slot->weights));
     } else {
-      frames->emplace_back(slot->weights.get(), bytes);
+      frames->emplace_back(slot->weights.get(), n * sizeof(float));
     }
   }
-  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, wire::DType::F32);
+  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype);
 }
 
 Shard::Stats Shard::stats() const {

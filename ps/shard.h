@@ -57,7 +57,8 @@ class Shard {
 
   // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
   // (`clock` must equal the partition's round, once per trainer) and applies the round when every
-  // live trainer has pushed. Async and ssp: applies them now, the step divided by the push's
+  // live trainer has pushed. Gradients may travel as float32, bfloat16 or float16 (the sums and
+  // the weights stay float32). Async and ssp: applies them now, the step divided by the push's
   // staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
   // gradients and marks the trainer idle (out of data): no pull waits for it until it pushes
   // gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad frame
@@ -76,12 +77,14 @@ class Shard {
   // Records that a pull at `clock` (not `latest`) was answered, for max_clock_gap.
   void RecordAdmission(uint64_t clock);
 
-  // The reply to a ready pull: a Weights body in `fbb` and one frame per partition. In sync mode
-  // the frames borrow the weights without copying (they cannot change before every live trainer
-  // has received its reply and pushed again); in async mode they are copies.
+  // The reply to a ready pull: a Weights body in `fbb` and one frame per partition, as `dtype`
+  // (a wire float). float32 frames in sync mode borrow the weights without copying (they cannot
+  // change before every live trainer has received its reply and pushed again); in the other
+  // modes they are copies; 16-bit frames are converted copies.
   flatbuffers::Offset<wire::Weights> BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
                                                   const std::vector<uint32_t>& partitions,
-                                                  std::vector<zmq::message_t>* frames) const;
+                                                  std::vector<zmq::message_t>* frames,
+                                                  wire::DType dtype = wire::DType::F32) const;
 
   struct Stats {
     uint64_t version = 0;  // largest number of updates applied to one partition
@@ -116,8 +119,10 @@ class Shard {
   // The slot of a partition of this shard, or NotFound naming it.
   Result<Slot*> Find(uint32_t partition);
   Result<const Slot*> Find(uint32_t partition) const;
+  // Frames must hold elements of `dtype`, one per partition listed.
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
-                     const std::vector<zmq::message_t>& frames, bool allow_empty) const;
+                     const std::vector<zmq::message_t>& frames, bool allow_empty,
+                     wire::DType dtype) const;
   void CompleteRoundIfReady(Slot& slot);
   void ApplyStep(Slot& slot, const float* grad, float grad_scale, float lr_scale);
   // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
@@ -141,6 +146,7 @@ class Shard {
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
   uint64_t staleness_max_ = 0;
   uint64_t max_clock_gap_ = 0;
+  std::vector<float> scratch_;            // async: a 16-bit gradient widened to float32
 };
 
 // The wire error code that a refusal Status from Shard (or the server) corresponds to.

@@ -16,7 +16,7 @@ std::atomic<bool> g_stop{false};
 void RequestStop(int) { g_stop.store(true); }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary, balance;
+  std::string model, mode, optimizer, listen, summary, balance, wire_dtype;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   bool staleness_aware_lr = false;
@@ -35,6 +35,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--staleness")) job->staleness = o.staleness;
   if (given("--staleness-aware-lr")) job->staleness_aware_lr = o.staleness_aware_lr;
   if (given("--balance")) job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
+  if (given("--wire-dtype")) job->wire_dtype = *hetps::ParseWireDType(o.wire_dtype);
   if (given("--eval-interval-samples")) job->eval_interval_samples = o.eval_interval_samples;
   if (given("--optimizer")) {
     auto kind = hetps::ParseOptimizerKind(o.optimizer);
@@ -78,6 +79,9 @@ int main(int argc, char** argv) {
   app.add_option("--balance", o.balance,
                  "sync: split the global batch evenly (none) or by measured trainer speed (speed)")
       ->check(CLI::IsMember({"none", "speed"}));
+  app.add_option("--wire-dtype", o.wire_dtype,
+                 "Gradients and weights in flight: fp32 | bf16 | fp16 (servers keep float32)")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--eval-interval-samples", o.eval_interval_samples,
                  "Also evaluate on the test set every N samples trained (0: after each epoch only)");
   app.add_option("--optimizer", o.optimizer,

@@ -301,7 +301,8 @@ zmq::message_t Scheduler::BuildShardMap() {
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
   auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
                                    ToWire(job_.mode), trainers, members_.epoch(),
-                                   /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr);
+                                   /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr,
+                                   job_.wire_dtype);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 

@@ -9,7 +9,7 @@
 #   --servers N  --trainers N  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
-#   --seed N  --summary FILE
+#   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
@@ -39,7 +39,7 @@ while (($#)); do
   case $1 in
     --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
-    --staleness-aware-lr|--balance|--eval-interval-samples)
+    --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;

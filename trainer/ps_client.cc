@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/dtype.h"
 #include "common/transport.h"
 
 namespace hetps {
@@ -114,6 +115,10 @@ Status PsClient::InitWeights(const std::vector<const float*>& weights, std::shar
 Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std::vector<float*>& weights,
                                PullResult* result) {
   const auto* body = reply.body<wire::Weights>();
+  const wire::DType dtype = body->dtype();
+  if (!IsWireFloat(dtype)) {
+    return Status::Protocol(ServerName(server) + " sent weights as " + DTypeName(dtype));
+  }
   const auto& expected = partitions_of_[server];
   const auto* ids = body->partitions();
   if (ids->size() != expected.size() || reply.tensors.size() != expected.size() ||
@@ -122,13 +127,13 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
   }
   for (size_t i = 0; i < expected.size(); ++i) {
     const PartitionInfo& p = map_.partitions()[expected[i]];
-    const size_t bytes = p.length * sizeof(float);
+    const size_t bytes = p.length * DTypeSize(dtype);
     if (reply.tensors[i].size() != bytes) {
       return Status::Protocol(ServerName(server) + " sent " + std::to_string(reply.tensors[i].size()) +
                               " bytes for partition " + std::to_string(p.id) + ", expected " +
-                              std::to_string(bytes));
+                              std::to_string(bytes) + " (" + DTypeName(dtype) + ")");
     }
-    std::memcpy(weights[p.tensor] + p.offset, reply.tensors[i].data(), bytes);
+    UnpackFloats(reply.tensors[i].data(), p.length, dtype, weights[p.tensor] + p.offset);
     const uint64_t version = body->versions() && i < body->versions()->size() ? body->versions()->Get(i) : 0;
     versions_[p.id] = version;
     result->weight_version = std::max(result->weight_version, version);
@@ -140,7 +145,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
 Result<PsClient::PullResult> PsClient::Pull(uint64_t clock, bool latest, const std::vector<float*>& weights) {
   HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
     flatbuffers::FlatBufferBuilder fbb(128 + 8 * partitions_of_[s].size());
-    auto body = wire::CreatePullDirect(fbb, clock, latest, &partitions_of_[s], wire::DType::F32);
+    auto body = wire::CreatePullDirect(fbb, clock, latest, &partitions_of_[s], options_.wire_dtype);
     request->envelope = sender_->Seal(fbb, wire::Body::Pull, body.Union());
   }));
   PullResult result;
@@ -160,14 +165,22 @@ Result<PsClient::PullResult> PsClient::PushPull(uint64_t clock, uint32_t batch_s
     versions.reserve(ids.size());
     for (uint32_t id : ids) versions.push_back(versions_[id]);
     flatbuffers::FlatBufferBuilder fbb(128 + 16 * ids.size());
-    auto body = wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, wire::DType::F32,
+    const wire::DType dtype = options_.wire_dtype;
+    auto body = wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype,
                                        /*pull=*/true);
     request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
     for (uint32_t id : ids) {
       const PartitionInfo& p = map_.partitions()[id];
-      request->tensors.push_back(batch_size == 0 ? zmq::message_t()
-                                                 : BorrowFrame(grads[p.tensor] + p.offset,
-                                                               p.length * sizeof(float), owner));
+      const float* grad = batch_size == 0 ? nullptr : grads[p.tensor] + p.offset;
+      if (grad == nullptr) {
+        request->tensors.emplace_back();
+      } else if (dtype == wire::DType::F32) {
+        request->tensors.push_back(BorrowFrame(grad, p.length * sizeof(float), owner));
+      } else {
+        // Narrowed straight into the frame ZeroMQ sends.
+        request->tensors.emplace_back(p.length * DTypeSize(dtype));
+        PackFloats(grad, p.length, dtype, request->tensors.back().data());
+      }
     }
   }));
   PullResult result;
@@ -182,7 +195,7 @@ Status PsClient::MarkIdle(uint64_t clock) {
     const auto& ids = partitions_of_[s];
     flatbuffers::FlatBufferBuilder fbb(128 + 8 * ids.size());
     auto body = wire::CreatePushDirect(fbb, clock, /*batch_size=*/0, &ids, nullptr,
-                                       wire::DType::F32, /*pull=*/false);
+                                       options_.wire_dtype, /*pull=*/false);
     request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
     request->tensors.resize(ids.size());  // empty frames
   }));

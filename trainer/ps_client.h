@@ -26,6 +26,8 @@ class PsClient {
  public:
   struct Options {
     std::chrono::milliseconds request_timeout{120000};  // a server silent this long is an error
+    wire::DType wire_dtype = wire::DType::F32;  // gradients sent and weights asked for: F32,
+                                                // BF16 or F16
   };
 
   // What a pull brought back.

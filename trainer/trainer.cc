@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "common/dtype.h"
 #include "common/job_config.h"
 #include "common/logging.h"
 #include "common/transport.h"
@@ -215,6 +216,11 @@ Status Trainer::Session::Setup() {
   }
   PsClient::Options client_options;
   client_options.request_timeout = job_.request_timeout;
+  client_options.wire_dtype = wire_map->wire_dtype();
+  if (!IsWireFloat(client_options.wire_dtype)) {
+    return Status::Protocol(std::string("the shard map asks for weights as ") +
+                            DTypeName(client_options.wire_dtype) + ", which cannot travel");
+  }
   client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
   HETPS_RETURN_IF_ERROR(client_->Connect());
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,

@@ -86,6 +86,7 @@ optimizer:
   dampening: 0
   nesterov: true
   weight_decay: 0.0005
+wire_dtype: bf16
 partition_bytes: 1048576
 servers: 3
 trainers: 5
@@ -127,6 +128,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.optimizer.dampening == 0.0);
   CATCH_CHECK(o.optimizer.nesterov);
   CATCH_CHECK(o.optimizer.weight_decay == 0.0005);
+  CATCH_CHECK(o.wire_dtype == wire::DType::BF16);
   CATCH_CHECK(o.partition_bytes == 1048576);
   CATCH_CHECK(o.servers == 3);
   CATCH_CHECK(o.trainers == 5);
@@ -197,6 +199,7 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed",
       {"mode: bsp\n", {"job.yaml:1: mode", "'bsp'", "sync, async, ssp"}},
       {"staleness: 10001\n", {"job.yaml:1: staleness", "10001", "0..10000"}},
       {"staleness_aware_lr: true\n", {"staleness_aware_lr", "needs mode async or ssp"}},
+      {"wire_dtype: fp8\n", {"job.yaml:1: wire_dtype", "'fp8'", "fp32, bf16, fp16"}},
       {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
       {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},

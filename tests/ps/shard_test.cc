@@ -171,9 +171,14 @@ CATCH_TEST_CASE("A refused sync push changes nothing and maps to the wire error 
     refused = PushBoth(*shard, 5, 0, 10, kGradC);
     mentions = {"trainer 5", "not a live member"};
   }
-  CATCH_SECTION("gradients that are not float32") {
+  CATCH_SECTION("gradients of a dtype that cannot travel") {
+    refused = Push(*shard, 0, MakePush(0, 10, {0, 2}, {kGradA, kGradA}, wire::DType::I32));
+    mentions = {"float32, bfloat16 or float16, not int32"};
+  }
+  CATCH_SECTION("float32 bytes announced as float16") {
     refused = Push(*shard, 0, MakePush(0, 10, {0, 2}, {kGradA, kGradA}, wire::DType::F16));
-    mentions = {"float32"};
+    mentions = {"frame has 64 bytes, expected 32 (float16)"};
+    expected_code = wire::ErrorCode::BadLength;
   }
   CATCH_SECTION("a push of batch size 0 that carries gradient bytes") {
     refused = PushBoth(*shard, 0, 0, 0, kGradC);
@@ -487,9 +492,12 @@ CATCH_TEST_CASE("A pull must come from a live trainer and name distinct partitio
   Status stranger = validate(1, MakePull({0}));
   CATCH_CHECK(RefusalCode(stranger) == wire::ErrorCode::Unexpected);
   CATCH_CHECK(Contains(stranger.message(), "trainer 1"));
-  Status half = validate(0, MakePull({0}, wire::DType::F16));
-  CATCH_CHECK_FALSE(half.ok());
-  CATCH_CHECK(RefusalCode(half) == wire::ErrorCode::Unexpected);
+  CATCH_CHECK(validate(0, MakePull({0}, wire::DType::F16)).ok());
+  CATCH_CHECK(validate(0, MakePull({0}, wire::DType::BF16)).ok());
+  Status wide = validate(0, MakePull({0}, wire::DType::F64));
+  CATCH_CHECK_FALSE(wide.ok());
+  CATCH_CHECK(RefusalCode(wide) == wire::ErrorCode::Unexpected);
+  CATCH_CHECK(Contains(wide.message(), "float64"));
 
   shard->SetLiveTrainers({3});
   CATCH_CHECK_FALSE(validate(0, MakePull({0})).ok());

@@ -172,4 +172,14 @@ CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the globa
   }
 }
 
+CATCH_TEST_CASE("Gradients and weights travelling as bfloat16 or float16 still train",
+                "[trainer][wire_dtype]") {
+  for (wire::DType dtype : {wire::DType::BF16, wire::DType::F16}) {
+    CATCH_INFO(static_cast<int>(dtype));
+    const RunSummary summary = RunJob(ConsistencyMode::kSync, 2, 2, 3000, {},
+                                      [dtype](JobOptions& job) { job.wire_dtype = dtype; });
+    CheckEpochs(summary, 2, 3000);
+  }
+}
+
 }  // namespace hetps
