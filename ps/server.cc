@@ -118,6 +118,7 @@ Status Server::HandleShardMap(const Message& message) {
   shard_options.mode = FromWire(wire_map->mode());
   shard_options.staleness = wire_map->staleness();
   shard_options.staleness_aware_lr = wire_map->staleness_aware_lr();
+  shard_options.global_batch_size = wire_map->global_batch_size();
   const wire::OptimizerConfig* config = wire_map->optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   OptimizerOptions& o = shard_options.optimizer;

@@ -179,6 +179,9 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
   clock.pushed = std::max(clock.pushed, push.clock() + 1);
   // A push's staleness is the largest over its partitions; each partition's step uses its own.
   uint64_t staleness = 0;
+  const float batch_share = options_.global_batch_size == 0
+                                ? 1.0f
+                                : static_cast<float>(push.batch_size()) / options_.global_batch_size;
   for (size_t i = 0; i < ids.size(); ++i) {
     Slot& slot = *Find(ids[i]).value();
     const uint64_t used = versions != nullptr && !empty ? versions->Get(i) : slot.version;
@@ -193,8 +196,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
         UnpackFloats(frames[i].data(), n, dtype, scratch_.data());
         grad = scratch_.data();
       }
-      const bool scale = options_.staleness_aware_lr && partition_staleness > 1;
-      ApplyStep(slot, grad, 1.0f, scale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f);
+      const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
+      ApplyStep(slot, grad, 1.0f, stale ? batch_share / static_cast<float>(partition_staleness) : batch_share);
       continue;
     }
     if (!empty) {

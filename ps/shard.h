@@ -35,6 +35,9 @@ class Shard {
     OptimizerOptions optimizer;
     uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open
     bool staleness_aware_lr = false;  // async, ssp: the step of a push is lr / max(1, staleness)
+    // async, ssp: a push of b samples steps by lr * b / global_batch_size, so that every sample
+    // moves the weights as much as in a sync round; 0 leaves the step at lr.
+    uint32_t global_batch_size = 0;
   };
 
   // Pushes with staleness 0 .. kStalenessBuckets - 2 are counted one value a bucket; the last
@@ -58,8 +61,8 @@ class Shard {
   // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
   // (`clock` must equal the partition's round, once per trainer) and applies the round when every
   // live trainer has pushed. Gradients may travel as float32, bfloat16 or float16 (the sums and
-  // the weights stay float32). Async and ssp: applies them now, the step divided by the push's
-  // staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
+  // the weights stay float32). Async and ssp: applies them now, the step scaled by the push's
+  // share of the global batch and divided by its staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
   // gradients and marks the trainer idle (out of data): no pull waits for it until it pushes
   // gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad frame
   // length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is

@@ -302,7 +302,7 @@ zmq::message_t Scheduler::BuildShardMap() {
   auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
                                    ToWire(job_.mode), trainers, members_.epoch(),
                                    /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr,
-                                   job_.wire_dtype);
+                                   job_.wire_dtype, job_.global_batch_size);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 

@@ -24,6 +24,7 @@ CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
   job.optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   job.optimizer.lr = kLr;
   job.partition_bytes = 8192;  // 9 partitions over two servers
+  job.global_batch_size = kTrainers;  // each push of one sample steps by lr / kTrainers
   testing::LocalCluster cluster(job);
   CATCH_REQUIRE(cluster.Start().ok());
 
@@ -33,8 +34,8 @@ CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
     trainers.push_back(std::make_unique<testing::ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint()));
   }
   // Plain SGD adds up the pushes whatever their order: trainer r pushes the constant gradient
-  // r + 1, so the final weights are -lr * pushes * (1 + 2 + 3) everywhere, exactly when every
-  // push was applied once.
+  // r + 1 for one sample of the global batch of 3, so the final weights are
+  // -lr / 3 * pushes * (1 + 2 + 3) everywhere, exactly when every push was applied once.
   std::vector<std::future<Status>> runs;
   for (auto& trainer : trainers) {
     runs.push_back(std::async(std::launch::async, [&trainer, &signature]() -> Status {
@@ -72,7 +73,7 @@ CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
   auto pulled = trainers[0]->client().Pull(0, /*latest=*/true, targets);
   CATCH_REQUIRE(pulled.ok());
   CATCH_CHECK(pulled->weight_version == kTrainers * kPushes);
-  const float expected = -kLr * kPushes * (1 + 2 + 3);
+  const float expected = -kLr / kTrainers * kPushes * (1 + 2 + 3);
   float worst = 0;
   for (const auto& w : final_weights) {
     for (float x : w) worst = std::max(worst, std::abs(x - expected));

@@ -73,6 +73,26 @@ CATCH_TEST_CASE("The staleness-aware rate divides each step by the push's stalen
   }
 }
 
+CATCH_TEST_CASE("An async push steps by its share of the global batch", "[ps][shard][staleness]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kAsync, [](Shard::Options& o) {
+    o.global_batch_size = 32;
+    o.staleness_aware_lr = true;
+  });
+  shard->SetLiveTrainers({0, 1, 2});
+  Floats expected = Ramp(1, 0.5f);
+  CATCH_REQUIRE(InitBoth(*shard, expected).ok());
+  const Floats g = Ramp(0.25f, -0.125f);
+  // PushAt sends 8 samples: a quarter of the global batch; then staleness 2 halves that again.
+  CATCH_REQUIRE(PushAt(*shard, 0, 0, 0, g).ok());
+  expected = SgdStep(expected, g, 0.25f);
+  CATCH_CHECK(WeightsOf(*shard, 0) == expected);
+  CATCH_REQUIRE(PushAt(*shard, 1, 0, 0, g).ok());
+  CATCH_REQUIRE(PushAt(*shard, 2, 0, 0, g).ok());
+  expected = SgdStep(SgdStep(expected, g, 0.25f), g, 0.25f / 2);
+  CATCH_CHECK(WeightsOf(*shard, 2) == expected);
+}
+
 CATCH_TEST_CASE("A push computed on a version the shard has not reached is refused",
                 "[ps][shard][staleness]") {
   const ShardMap map = TestMap();

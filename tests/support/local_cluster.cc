@@ -99,8 +99,10 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature) {
   for (const wire::ServerEndpoint* server : *wire_map->servers()) {
     endpoints[server->rank()] = server->endpoint()->str();
   }
+  PsClient::Options client_options;
+  client_options.wire_dtype = wire_map->wire_dtype();  // as the job says, like a real trainer
   client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(),
-                                       PsClient::Options{});
+                                       client_options);
   return client_->Connect();
 }
 
