@@ -1,0 +1,246 @@
+// How close a push-pull round trip comes to the wire: one trainer (the real PsClient) against 1
+// and 2 real servers on 127.0.0.1 in sync mode, for models of several sizes cut into partitions
+// of the default size, against two baselines measured in the same run: a bare ZeroMQ
+// DEALER/ROUTER echo of the same bytes in the same frames over the same number of sockets, and
+// memcpy of the model.
+//
+//   hetps-bench-pushpull [--mib 4,64,256] [--servers 1,2] [--seconds 3] [--wire-dtype fp32]
+//                        [--json FILE]
+// Prints a markdown table; --json writes one object per case, `ratio` being hetps round trips
+// per second over the echo's.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "common/cli.h"
+#include "common/dtype.h"
+#include "common/job_config.h"
+#include "common/logging.h"
+#include "common/shard_map.h"
+#include "tests/support/local_cluster.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using hetps::Status;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::vector<int> ParseList(const std::string& flag, const std::string& list) {
+  std::vector<int> values;
+  size_t start = 0;
+  while (start <= list.size()) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    const int value = std::atoi(list.substr(start, comma - start).c_str());
+    if (value < 1) {
+      std::fprintf(stderr, "hetps-bench-pushpull: %s: '%s' is not a list of positive numbers\n",
+                   flag.c_str(), list.c_str());
+      std::exit(2);
+    }
+    values.push_back(value);
+    start = comma + 1;
+  }
+  return values;
+}
+
+// Repeats `round` for at least `seconds` (and at least 3 times) after one warm-up; rounds per second.
+double RoundsPerSecond(double seconds, const std::function<Status()>& round) {
+  Status status = round();
+  const auto start = Clock::now();
+  int rounds = 0;
+  while (status.ok() && (rounds < 3 || SecondsSince(start) < seconds)) {
+    status = round();
+    ++rounds;
+  }
+  if (!status.ok()) return hetps::FatalError("hetps-bench-pushpull", status), -1;
+  return rounds / SecondsSince(start);
+}
+
+void NoFree(void*, void*) {}
+
+// A bare echo: each server thread answers every multipart message with as many frames of the
+// same sizes, sent from its own buffer without copying; the client sends its frames the same way.
+class Echo {
+ public:
+  Echo(const std::vector<std::vector<size_t>>& frames_per_server, size_t bytes)
+      : context_(1), frames_(frames_per_server), buffer_(bytes) {
+    for (size_t s = 0; s < frames_.size(); ++s) {
+      zmq::socket_t router(context_, zmq::socket_type::router);
+      router.set(zmq::sockopt::linger, 0);
+      router.bind("tcp://127.0.0.1:*");
+      const std::string endpoint = router.get(zmq::sockopt::last_endpoint);
+      threads_.emplace_back([this, socket = std::move(router)]() mutable { Serve(socket); });
+      dealers_.emplace_back(context_, zmq::socket_type::dealer);
+      dealers_.back().set(zmq::sockopt::linger, 0);
+      dealers_.back().connect(endpoint);
+    }
+  }
+
+  ~Echo() {
+    stop_ = true;
+    for (std::thread& t : threads_) t.join();
+  }
+
+  Status Round() {
+    for (size_t s = 0; s < frames_.size(); ++s) {
+      if (frames_[s].empty()) continue;  // a server without partitions gets no request
+      size_t offset = 0;
+      for (size_t f = 0; f < frames_[s].size(); ++f) {
+        zmq::message_t frame(buffer_.data() + offset, frames_[s][f], NoFree, nullptr);
+        offset += frames_[s][f];
+        dealers_[s].send(frame, f + 1 < frames_[s].size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      }
+    }
+    for (size_t s = 0; s < frames_.size(); ++s) {
+      if (frames_[s].empty()) continue;
+      zmq::socket_t& dealer = dealers_[s];
+      std::vector<zmq::message_t> reply;
+      if (!zmq::recv_multipart(dealer, std::back_inserter(reply))) return Status::Internal("echo lost");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  void Serve(zmq::socket_t& socket) {
+    std::vector<char> own(buffer_.size());
+    while (!stop_) {
+      zmq::pollitem_t item{socket.handle(), 0, ZMQ_POLLIN, 0};
+      zmq::poll(&item, 1, std::chrono::milliseconds(100));
+      if (!(item.revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> request;
+      (void)zmq::recv_multipart(socket, std::back_inserter(request));
+      std::vector<zmq::message_t> reply;
+      reply.push_back(std::move(request[0]));  // routing id
+      size_t offset = 0;
+      for (size_t f = 1; f < request.size(); ++f) {
+        reply.emplace_back(own.data() + offset, request[f].size(), NoFree, nullptr);
+        offset += request[f].size();
+      }
+      zmq::send_multipart(socket, reply);
+    }
+  }
+
+  zmq::context_t context_;
+  std::vector<std::vector<size_t>> frames_;
+  std::vector<char> buffer_;
+  std::vector<zmq::socket_t> dealers_;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stop_{false};
+};
+
+struct Figures {
+  double hetps_rounds = 0, echo_rounds = 0, memcpy_gbps = 0;
+};
+
+Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype) {
+  const size_t floats = static_cast<size_t>(mib) << 18;
+  const std::vector<hetps::TensorInfo> model = {{"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
+  hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, servers, 1);
+  job.wire_dtype = wire_dtype;
+  job.optimizer.lr = 1e-6;
+  job.heartbeat_timeout_ms = 30000;
+  job.request_timeout_ms = 600000;
+  Figures figures;
+
+  auto grads = std::make_shared<std::vector<float>>(floats, 1e-3f);
+  std::vector<float> weights(floats, 0.5f);
+  const std::vector<const float*> grad_ptrs = {grads->data()};
+  const std::vector<float*> weight_ptrs = {weights.data()};
+  std::vector<std::vector<size_t>> frames(servers);
+  {
+    hetps::testing::LocalCluster cluster(job);
+    Status status = cluster.Start();
+    if (!status.ok()) std::exit(hetps::FatalError("hetps-bench-pushpull", status));
+    hetps::testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+    status = trainer.Setup(model);
+    if (status.ok()) status = trainer.client().InitWeights({weights.data()}, nullptr);
+    if (status.ok()) status = trainer.client().Pull(0, false, weight_ptrs).status();
+    if (!status.ok()) std::exit(hetps::FatalError("hetps-bench-pushpull", status));
+    for (const hetps::PartitionInfo& p : trainer.map().partitions()) {
+      frames[p.server].push_back(p.length * hetps::DTypeSize(wire_dtype));
+    }
+    uint64_t clock = 0;
+    figures.hetps_rounds = RoundsPerSecond(seconds, [&] {
+      return trainer.client().PushPull(clock++, 1, grad_ptrs, grads, weight_ptrs).status();
+    });
+    cluster.Stop();
+  }
+  {
+    Echo echo(frames, floats * hetps::DTypeSize(wire_dtype));
+    figures.echo_rounds = RoundsPerSecond(seconds, [&] { return echo.Round(); });
+  }
+  std::vector<float> copy(floats);
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    const auto start = Clock::now();
+    std::memcpy(copy.data(), weights.data(), floats * sizeof(float));
+    best = std::min(best, SecondsSince(start));
+  }
+  figures.memcpy_gbps = floats * sizeof(float) / best / 1e9;
+  return figures;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32";
+  double seconds = 3;
+  CLI::App app("Push-pull round trips of the real client and servers against a bare ZeroMQ echo.",
+               "hetps-bench-pushpull");
+  app.add_option("--mib", mib_list, "Model sizes in MiB of float32, comma-separated")->default_val(mib_list);
+  app.add_option("--servers", server_list, "Server counts, comma-separated")->default_val(server_list);
+  app.add_option("--seconds", seconds, "Seconds timed per case and baseline")
+      ->default_val(seconds)->check(CLI::Range(0.1, 600.0));
+  app.add_option("--wire-dtype", dtype_name, "fp32 | bf16 | fp16")
+      ->default_val(dtype_name)->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--json", json_path, "Write the figures as JSON here");
+  if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  const auto sizes = ParseList("--mib", mib_list);
+  const auto server_counts = ParseList("--servers", server_list);
+  const hetps::wire::DType wire_dtype = *hetps::ParseWireDType(dtype_name);
+  hetps::SetLogLevel(hetps::LogLevel::kWarning);
+
+  std::printf("| model MiB | servers | wire | hetps round trips/s | GB/s each way | echo round trips/s | "
+              "hetps / echo | memcpy GB/s |\n");
+  std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
+  std::string json = "[\n";
+  for (int servers : server_counts) {
+    for (int mib : sizes) {
+      const Figures f = Measure(mib, servers, seconds, wire_dtype);
+      const double wire_bytes = static_cast<double>(size_t{1} << 20) * mib * hetps::DTypeSize(wire_dtype) / 4;
+      const double gbps = f.hetps_rounds * wire_bytes / 1e9;
+      const double ratio = f.hetps_rounds / f.echo_rounds;
+      std::printf("| %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", mib, servers,
+                  dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio, f.memcpy_gbps);
+      std::fflush(stdout);
+      char line[512];
+      std::snprintf(line, sizeof(line),
+                    "  {\"model_mib\": %d, \"servers\": %d, \"wire_dtype\": \"%s\", "
+                    "\"round_trips_per_second\": %.3f, \"gb_per_second_each_way\": %.3f, "
+                    "\"echo_round_trips_per_second\": %.3f, \"ratio\": %.3f, \"memcpy_gb_per_second\": %.3f},\n",
+                    mib, servers, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio,
+                    f.memcpy_gbps);
+      json += line;
+    }
+  }
+  if (json.size() > 2) json.erase(json.size() - 2, 1);
+  json += "]\n";
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << json;
+    if (!out) return hetps::FatalError("hetps-bench-pushpull", Status::IoError("cannot write " + json_path));
+  }
+  return 0;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Runs one data-plane benchmark from the repository root after the Release build, prints its
+# markdown table and writes its figures to benchmarks/results/NAME.json.
+#
+#   benchmarks/run.sh NAME [--quick] [--build-dir DIR] [--out DIR]
+#
+#   pushpull  one trainer against 1 and 2 servers, models of 4, 64 and 256 MiB: round trips and
+#             GB/s against a bare ZeroMQ echo of the same frames and memcpy (ratio: hetps/echo)
+#   apply     every optimizer over 64 MiB, 1 and 2 threads: GB/s against the memory-bandwidth
+#             bound of a copy and against torch::optim (ratio: fraction of the bound)
+#   overhead  the FashionCNN through one trainer and one server in sync mode against the plain
+#             single-process LibTorch loop (ratio: hetps samples/s over the loop's)
+# --quick runs each with small sizes, to check that it works (a test does).
+# The sync-vs-async benchmark is benchmarks/modes.sh.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+[[ $# -ge 1 ]] || { usage >&2; exit 2; }
+name=$1
+shift
+build_dir="$root/build"
+out="$root/benchmarks/results"
+quick=0
+while (($#)); do
+  case $1 in
+    --quick) quick=1; shift ;;
+    --build-dir) [[ $# -ge 2 ]] || { echo "run.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
+    --out) [[ $# -ge 2 ]] || { echo "run.sh: --out needs a value" >&2; exit 2; }; out=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "run.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+bin="$build_dir/bin"
+mkdir -p "$out"
+json="$out/$name.json"
+need() {
+  [[ -x $bin/$1 ]] || { echo "run.sh: $bin/$1 is missing; build first (scripts/build.sh)" >&2; exit 1; }
+}
+echo "Command: benchmarks/run.sh $name$( ((quick)) && echo ' --quick')"
+echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo
+
+case $name in
+  pushpull)
+    need hetps-bench-pushpull
+    if ((quick)); then
+      "$bin/hetps-bench-pushpull" --mib 1,4 --servers 1,2 --seconds 0.3 --json "$json"
+    else
+      "$bin/hetps-bench-pushpull" --mib 4,64,256 --servers 1,2 --seconds 3 --json "$json"
+    fi
+    ;;
+  apply)
+    need hetps-bench-apply
+    if ((quick)); then
+      "$bin/hetps-bench-apply" --mib 4 --repeats 2 --threads 1,2 --json "$json"
+    else
+      "$bin/hetps-bench-apply" --mib 64 --repeats 5 --threads 1,2 --json "$json"
+    fi
+    ;;
+  overhead)
+    need hetps-bench-local-loop
+    for program in hetps-scheduler hetps-server hetps-trainer; do need "$program"; done
+    samples=$( ((quick)) && echo 1280 || echo 19200 )
+    steps=$((samples / 64))
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    # The same model, optimizer, batch and thread count in both.
+    "$bin/hetps-bench-local-loop" --model cnn --batch 64 --steps "$steps" --threads 1 \
+      --lr 0.05 --momentum 0.9 --eval-batch 250 > "$work/loop.json"
+    "$root/scripts/launch_local.sh" --no-build --build-dir "$build_dir" \
+      --config "$root/configs/fashion_mnist.yaml" --servers 1 --trainers 1 --mode sync --model cnn \
+      --max-train-samples "$samples" --progress none --summary "$work/run.json" \
+      --run-dir "$work/run" > "$work/launch.out" 2>&1 || {
+      echo "run.sh: the hetps job failed:" >&2; tail -n 20 "$work/launch.out" >&2; exit 1; }
+    /usr/bin/python3 - "$work/loop.json" "$work/run.json" "$json" "$samples" <<'PY'
+import json, sys
+loop = json.load(open(sys.argv[1]))
+run = json.load(open(sys.argv[2]))
+samples = int(sys.argv[4])
+hetps = run["samples_per_second"]
+base = loop["train_samples_per_second"]
+case = {"model": "cnn", "batch": 64, "threads": 1, "optimizer": "sgd lr 0.05 momentum 0.9",
+        "samples": samples, "hetps_samples_per_second": hetps,
+        "local_loop_samples_per_second": base, "ratio": hetps / base}
+print("| model | batch | threads | samples | hetps samples/s (1 trainer, 1 server, sync) | "
+      "single-process loop samples/s | hetps / loop |")
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+print(f"| cnn | 64 | 1 | {samples} | {hetps:.0f} | {base:.0f} | {hetps / base:.2f} |")
+json.dump([case], open(sys.argv[3], "w"), indent=2)
+PY
+    ;;
+  *) echo "run.sh: unknown benchmark '$name'; one of pushpull, apply, overhead" >&2; exit 2 ;;
+esac
+echo
+echo "run.sh: figures in $json"
