@@ -223,7 +223,12 @@ void Shard::CompleteRoundIfReady(Slot& slot) {
     if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return;
   }
   if (slot.round_samples > 0) {
-    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples), 1.0f);
+    // The mean gradient of the round; a round short of the global batch (trainers running out
+    // of data at the end of an epoch) steps in proportion, so that no sample counts for more.
+    const float share = options_.global_batch_size == 0
+                            ? 1.0f
+                            : static_cast<float>(slot.round_samples) / options_.global_batch_size;
+    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples), share);
   }
   slot.last_round_samples = slot.round_samples;
   slot.round_samples = 0;

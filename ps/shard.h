@@ -35,8 +35,9 @@ class Shard {
     OptimizerOptions optimizer;
     uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open
     bool staleness_aware_lr = false;  // async, ssp: the step of a push is lr / max(1, staleness)
-    // async, ssp: a push of b samples steps by lr * b / global_batch_size, so that every sample
-    // moves the weights as much as in a sync round; 0 leaves the step at lr.
+    // A push (async, ssp) or a sync round of b samples steps by lr * b / global_batch_size, so
+    // that every sample moves the weights as much whatever the mode and however the batch was
+    // split; a full sync round steps by lr. 0 leaves every step at lr.
     uint32_t global_batch_size = 0;
   };
 
