@@ -37,7 +37,7 @@ while (($#)); do
     --out) need_value "$@"; out=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done

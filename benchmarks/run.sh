@@ -15,10 +15,13 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
-name=$1
-shift
+case $1 in
+  -h|--help) usage; exit 0 ;;
+  pushpull|apply|overhead) name=$1; shift ;;
+  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead" >&2; exit 2 ;;
+esac
 build_dir="$root/build"
 out="$root/benchmarks/results"
 quick=0
@@ -90,7 +93,6 @@ print(f"| cnn | 64 | 1 | {samples} | {hetps:.0f} | {base:.0f} | {hetps / base:.2
 json.dump([case], open(sys.argv[3], "w"), indent=2)
 PY
     ;;
-  *) echo "run.sh: unknown benchmark '$name'; one of pushpull, apply, overhead" >&2; exit 2 ;;
 esac
 echo
 echo "run.sh: figures in $json"

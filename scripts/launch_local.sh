@@ -32,7 +32,7 @@ slowdown=()
 progress=auto
 scheduler_flags=()
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a value" >&2; exit 2; }; }
 
 while (($#)); do
