@@ -156,6 +156,9 @@ CATCH_TEST_CASE("A server flooded with malformed messages keeps serving a traini
       TrainerOptions options;
       options.scheduler = cluster.scheduler_endpoint();
       options.device = "cpu";
+      // Slowed down so that the job outlasts the flood (about 4 s) by a wide margin: a server
+      // that has shut down answers nothing.
+      options.slowdown = 8;
       Trainer trainer(cluster.context(), options);
       return trainer.Run();
     }));
