@@ -75,18 +75,24 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
   uint64_t max_clock = 0;
   uint32_t epoch = 0;
   double rate = 0;
+  bool working = false;
   double loss_sum = 0;
   int loss_count = 0;
   for (const Member* t : trainers) {
     samples += t->progress.samples;
     max_clock = std::max(max_clock, t->progress.clock);
     epoch = std::max(epoch, t->progress.epoch);
-    if (t->alive && !t->done) rate += t->progress.samples_per_second;
+    if (t->alive && !t->done) {
+      rate += t->progress.samples_per_second;
+      working = true;
+    }
     if (t->progress.clock > 0 && t->alive) {
       loss_sum += t->progress.loss;
       ++loss_count;
     }
   }
+  // Once no trainer is working, the rate of the job so far rather than a misleading zero.
+  if (!working && samples > 0 && job.elapsed_seconds > 0) rate = samples / job.elapsed_seconds;
   const double total = static_cast<double>(job.samples_per_epoch) * std::max<uint32_t>(job.epochs, 1);
   const double fraction = total > 0 ? std::min(1.0, samples / total) : 0.0;
   const int width = 24;

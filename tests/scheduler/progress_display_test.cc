@@ -151,6 +151,12 @@ CATCH_TEST_CASE("ProgressLines copes with no trainers, no progress and overshoot
     CATCH_CHECK(Contains(lines[2], "trainer 4"));
     CATCH_CHECK(Contains(lines[2], "loss -"));
   }
+  CATCH_SECTION("once every trainer is done, the rate is that of the whole job") {
+    Member done = Trainer(0, "cpu", 100, 6500, 0.2, 0);
+    done.done = true;
+    const std::vector<std::string> lines = ProgressLines(Job(), {&done});  // 1:05 elapsed
+    CATCH_CHECK(Contains(lines[1], "100 samples/s"));
+  }
   CATCH_SECTION("more samples than the job has are shown as 100%") {
     Member busy = Trainer(0, "cpu", 5000, 1234567, 0.1, 2500);
     busy.progress.epoch = 1;
