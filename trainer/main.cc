@@ -30,12 +30,16 @@ int main(int argc, char** argv) {
                  "reproduce a slower machine (K >= 1)")
       ->default_val(options.slowdown)
       ->check(CLI::Range(1.0, 1000.0));
+  bool no_overlap = false;
+  app.add_flag("--no-overlap", no_overlap,
+               "Push the gradients after backward instead of each as soon as backward has produced it");
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   hetps::ApplyLogLevel(log_level);
+  options.overlap = !no_overlap;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 
   // The inter-op pool must be sized before LibTorch starts any parallel work.

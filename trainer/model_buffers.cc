@@ -63,18 +63,36 @@ HostTensors ModelBuffers::HostWeights() {
   return out;
 }
 
+std::pair<const float*, std::shared_ptr<const void>> ModelBuffers::HostGradient(size_t i) {
+  const torch::Tensor& param = params_[i];
+  torch::Tensor grad = param.grad();
+  auto host = std::make_shared<torch::Tensor>(grad.defined() ? grad.detach().to(torch::kCPU).contiguous()
+                                                             : torch::zeros(param.sizes(), torch::kFloat32));
+  return {host->data_ptr<float>(), host};
+}
+
 HostTensors ModelBuffers::HostGradients() {
-  auto tensors = std::make_shared<std::vector<torch::Tensor>>();
+  auto owners = std::make_shared<std::vector<std::shared_ptr<const void>>>();
   HostTensors out;
-  for (const torch::Tensor& param : params_) {
-    torch::Tensor grad = param.grad();
-    torch::Tensor host = grad.defined() ? grad.detach().to(torch::kCPU).contiguous()
-                                        : torch::zeros(param.sizes(), torch::kFloat32);
-    out.data.push_back(host.data_ptr<float>());
-    tensors->push_back(std::move(host));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto [data, owner] = HostGradient(i);
+    out.data.push_back(data);
+    owners->push_back(std::move(owner));
   }
-  out.owner = tensors;
+  out.owner = owners;
   return out;
+}
+
+void ModelBuffers::SetGradientHook(GradientHook hook) {
+  if (!hook_) {
+    hook_ = std::make_shared<GradientHook>();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      params_[i].register_hook([hook = hook_, i](const torch::Tensor& grad) {
+        if (*hook) (*hook)(i, grad);
+      });
+    }
+  }
+  *hook_ = std::move(hook);
 }
 
 void ModelBuffers::ClearGradients() {

@@ -6,7 +6,9 @@
 // by one trainer thread.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -40,6 +42,16 @@ class ModelBuffers {
   HostTensors HostWeights();
   // The gradients of the last backward on the host (zeros for a parameter without one).
   HostTensors HostGradients();
+  // The same for parameter i alone: its host buffer and the owner that keeps it alive.
+  std::pair<const float*, std::shared_ptr<const void>> HostGradient(size_t i);
+
+  // Called with (i, gradient) each time backward has computed parameter i's gradient, before it
+  // is stored in the parameter's .grad. On the CPU, backward and so the call run on the thread
+  // that called backward; on CUDA and MPS on a device thread of LibTorch's.
+  using GradientHook = std::function<void(size_t, const torch::Tensor&)>;
+  // Registers the autograd hooks on the first call; later calls replace `hook`, and an empty
+  // one turns the calls off.
+  void SetGradientHook(GradientHook hook);
   // Forgets the gradients, so the next backward allocates fresh ones and buffers still being
   // sent stay untouched.
   void ClearGradients();
@@ -52,6 +64,8 @@ class ModelBuffers {
   std::vector<float*> targets_;
   std::vector<TensorInfo> signature_;
   bool on_cpu_ = true;
+  // Shared with the autograd hooks, which may outlive this object inside the model.
+  std::shared_ptr<GradientHook> hook_;
 };
 
 }  // namespace hetps

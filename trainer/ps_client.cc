@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 
+#include "common/check.h"
 #include "common/dtype.h"
 #include "common/transport.h"
 
@@ -16,8 +18,12 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
       sender_(sender),
       control_(control),
       options_(options),
-      versions_(map.partitions().size(), 0) {
+      partitions_of_tensor_(map.tensors().size()),
+      versions_(map.partitions().size(), 0),
+      awaiting_(map.partitions().size(), false),
+      outgoing_(map.num_servers()) {
   for (uint32_t s = 0; s < map.num_servers(); ++s) partitions_of_.push_back(map.PartitionsOf(s));
+  for (const PartitionInfo& p : map.partitions()) partitions_of_tensor_[p.tensor].push_back(p.id);
 }
 
 std::string PsClient::ServerName(uint32_t server) const {
@@ -50,10 +56,10 @@ Status PsClient::SendToAll(const std::function<void(uint32_t, Message*)>& build)
 }
 
 Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
+                              std::vector<size_t> replies,
                               const std::function<Status(uint32_t, const Message&)>& accept) {
   using Clock = std::chrono::steady_clock;
-  std::vector<bool> answered(sockets_.size(), false);
-  size_t remaining = sockets_.size();
+  size_t remaining = std::accumulate(replies.begin(), replies.end(), size_t{0});
   std::vector<zmq::socket_t*> polled;
   for (auto& socket : sockets_) polled.push_back(&socket);
   polled.push_back(&control_->socket());
@@ -68,28 +74,31 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
     }
     for (uint32_t s = 0; s < sockets_.size(); ++s) {
       if (!readable[s]) continue;
-      auto received = TryReceive(sockets_[s], /*router=*/false);
-      if (!received.ok()) return received.status();
-      if (!received->has_value()) continue;
-      const Message& reply = **received;
-      Status valid = VerifyEnvelope(reply);
-      if (!valid.ok()) return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
-      if (reply.kind() == wire::Body::Error) {
-        return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
-                                          reply.body<wire::Error>()->reason()->str());
+      // Drain: a streamed step has several replies in flight per server.
+      while (true) {
+        auto received = TryReceive(sockets_[s], /*router=*/false);
+        if (!received.ok()) return received.status();
+        if (!received->has_value()) break;
+        const Message& reply = **received;
+        Status valid = VerifyEnvelope(reply);
+        if (!valid.ok()) return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
+        if (reply.kind() == wire::Body::Error) {
+          return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
+                                            reply.body<wire::Error>()->reason()->str());
+        }
+        if (reply.kind() != expected || replies[s] == 0) {
+          return Status::Protocol(ServerName(s) + " answered a " + request_name + " with an unexpected " +
+                                  KindName(reply.kind()));
+        }
+        HETPS_RETURN_IF_ERROR(accept(s, reply));
+        --replies[s];
+        --remaining;
+        last_progress = Clock::now();
       }
-      if (reply.kind() != expected || answered[s]) {
-        return Status::Protocol(ServerName(s) + " answered a " + request_name + " with an unexpected " +
-                                KindName(reply.kind()));
-      }
-      HETPS_RETURN_IF_ERROR(accept(s, reply));
-      answered[s] = true;
-      --remaining;
-      last_progress = Clock::now();
     }
     if (remaining > 0 && Clock::now() - last_progress > options_.request_timeout) {
       for (uint32_t s = 0; s < sockets_.size(); ++s) {
-        if (!answered[s]) {
+        if (replies[s] > 0) {
           return Status::Timeout(ServerName(s) + " did not answer a " + request_name + " within " +
                                  std::to_string(options_.request_timeout.count() / 1000) + " s");
         }
@@ -98,6 +107,8 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
   }
   return Status::Ok();
 }
+
+std::vector<size_t> PsClient::OnePerServer() const { return std::vector<size_t>(sockets_.size(), 1); }
 
 Status PsClient::InitWeights(const std::vector<const float*>& weights, std::shared_ptr<const void> owner) {
   HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
@@ -109,7 +120,8 @@ Status PsClient::InitWeights(const std::vector<const float*>& weights, std::shar
       request->tensors.push_back(BorrowFrame(weights[p.tensor] + p.offset, p.length * sizeof(float), owner));
     }
   }));
-  return AwaitReplies(wire::Body::Ack, "InitWeights", [](uint32_t, const Message&) { return Status::Ok(); });
+  return AwaitReplies(wire::Body::Ack, "InitWeights", OnePerServer(),
+                      [](uint32_t, const Message&) { return Status::Ok(); });
 }
 
 Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std::vector<float*>& weights,
@@ -119,14 +131,19 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
   if (!IsWireFloat(dtype)) {
     return Status::Protocol(ServerName(server) + " sent weights as " + DTypeName(dtype));
   }
-  const auto& expected = partitions_of_[server];
   const auto* ids = body->partitions();
-  if (ids->size() != expected.size() || reply.tensors.size() != expected.size() ||
-      !std::equal(ids->begin(), ids->end(), expected.begin())) {
-    return Status::Protocol(ServerName(server) + " sent weights for other partitions than asked");
+  if (ids == nullptr || ids->size() != reply.tensors.size()) {
+    return Status::Protocol(ServerName(server) + " sent weights listing " +
+                            std::to_string(ids == nullptr ? 0 : ids->size()) + " partitions in " +
+                            std::to_string(reply.tensors.size()) + " frames");
   }
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const PartitionInfo& p = map_.partitions()[expected[i]];
+  for (size_t i = 0; i < ids->size(); ++i) {
+    const uint32_t id = ids->Get(i);
+    if (id >= awaiting_.size() || !awaiting_[id] || map_.partitions()[id].server != server) {
+      return Status::Protocol(ServerName(server) + " sent weights for partition " + std::to_string(id) +
+                              ", which this trainer is not waiting for from it");
+    }
+    const PartitionInfo& p = map_.partitions()[id];
     const size_t bytes = p.length * DTypeSize(dtype);
     if (reply.tensors[i].size() != bytes) {
       return Status::Protocol(ServerName(server) + " sent " + std::to_string(reply.tensors[i].size()) +
@@ -134,6 +151,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
                               std::to_string(bytes) + " (" + DTypeName(dtype) + ")");
     }
     UnpackFloats(reply.tensors[i].data(), p.length, dtype, weights[p.tensor] + p.offset);
+    awaiting_[id] = false;
     const uint64_t version = body->versions() && i < body->versions()->size() ? body->versions()->Get(i) : 0;
     versions_[p.id] = version;
     result->weight_version = std::max(result->weight_version, version);
@@ -142,16 +160,29 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
   return Status::Ok();
 }
 
+Status PsClient::CheckAllReceived(const char* request_name) const {
+  for (uint32_t id = 0; id < awaiting_.size(); ++id) {
+    if (awaiting_[id]) {
+      return Status::Protocol(ServerName(map_.partitions()[id].server) + " answered the " + request_name +
+                              " without the weights of partition " + std::to_string(id));
+    }
+  }
+  return Status::Ok();
+}
+
 Result<PsClient::PullResult> PsClient::Pull(uint64_t clock, bool latest, const std::vector<float*>& weights) {
+  awaiting_.assign(awaiting_.size(), true);
   HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
     flatbuffers::FlatBufferBuilder fbb(128 + 8 * partitions_of_[s].size());
     auto body = wire::CreatePullDirect(fbb, clock, latest, &partitions_of_[s], options_.wire_dtype);
     request->envelope = sender_->Seal(fbb, wire::Body::Pull, body.Union());
   }));
   PullResult result;
-  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Pull", [&](uint32_t s, const Message& reply) {
-    return AcceptWeights(s, reply, weights, &result);
-  }));
+  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Pull", OnePerServer(),
+                                     [&](uint32_t s, const Message& reply) {
+                                       return AcceptWeights(s, reply, weights, &result);
+                                     }));
+  HETPS_RETURN_IF_ERROR(CheckAllReceived("Pull"));
   return result;
 }
 
@@ -159,34 +190,92 @@ Result<PsClient::PullResult> PsClient::PushPull(uint64_t clock, uint32_t batch_s
                                                 const std::vector<const float*>& grads,
                                                 std::shared_ptr<const void> owner,
                                                 const std::vector<float*>& weights) {
-  HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
-    const auto& ids = partitions_of_[s];
-    std::vector<uint64_t> versions;
-    versions.reserve(ids.size());
-    for (uint32_t id : ids) versions.push_back(versions_[id]);
-    flatbuffers::FlatBufferBuilder fbb(128 + 16 * ids.size());
-    const wire::DType dtype = options_.wire_dtype;
-    auto body = wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype,
-                                       /*pull=*/true);
-    request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
-    for (uint32_t id : ids) {
-      const PartitionInfo& p = map_.partitions()[id];
-      const float* grad = batch_size == 0 ? nullptr : grads[p.tensor] + p.offset;
-      if (grad == nullptr) {
-        request->tensors.emplace_back();
-      } else if (dtype == wire::DType::F32) {
-        request->tensors.push_back(BorrowFrame(grad, p.length * sizeof(float), owner));
-      } else {
-        // Narrowed straight into the frame ZeroMQ sends.
-        request->tensors.emplace_back(p.length * DTypeSize(dtype));
-        PackFloats(grad, p.length, dtype, request->tensors.back().data());
+  BeginStep(clock, batch_size);
+  if (batch_size > 0) {
+    for (size_t t = 0; t < map_.tensors().size(); ++t) {
+      HETPS_RETURN_IF_ERROR(PushTensor(t, grads[t], owner));
+    }
+  }
+  return FinishStep(weights);
+}
+
+void PsClient::BeginStep(uint64_t clock, uint32_t batch_size) {
+  step_clock_ = clock;
+  step_batch_ = batch_size;
+  step_pushed_.assign(map_.tensors().size(), false);
+  for (Outgoing& out : outgoing_) out = Outgoing{};
+  step_messages_.assign(sockets_.size(), 0);
+  awaiting_.assign(awaiting_.size(), false);
+}
+
+Status PsClient::PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner) {
+  HETPS_CHECK(step_batch_ > 0 && tensor < step_pushed_.size() && !step_pushed_[tensor]);
+  step_pushed_[tensor] = true;
+  const wire::DType dtype = options_.wire_dtype;
+  for (uint32_t id : partitions_of_tensor_[tensor]) {
+    const PartitionInfo& p = map_.partitions()[id];
+    Outgoing& out = outgoing_[p.server];
+    const float* data = grad + p.offset;
+    const size_t bytes = p.length * DTypeSize(dtype);
+    if (dtype == wire::DType::F32) {
+      out.frames.push_back(BorrowFrame(data, bytes, owner));
+    } else {
+      // Narrowed straight into the frame ZeroMQ sends.
+      out.frames.emplace_back(bytes);
+      PackFloats(data, p.length, dtype, out.frames.back().data());
+    }
+    out.partitions.push_back(id);
+    out.bytes += bytes;
+    if (out.bytes >= options_.coalesce_bytes) HETPS_RETURN_IF_ERROR(Flush(p.server));
+  }
+  return Status::Ok();
+}
+
+Status PsClient::Flush(uint32_t server) {
+  Outgoing& out = outgoing_[server];
+  if (out.partitions.empty()) return Status::Ok();
+  std::vector<uint64_t> versions;
+  versions.reserve(out.partitions.size());
+  for (uint32_t id : out.partitions) {
+    versions.push_back(versions_[id]);
+    awaiting_[id] = true;
+  }
+  flatbuffers::FlatBufferBuilder fbb(128 + 16 * out.partitions.size());
+  auto body = wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions,
+                                     options_.wire_dtype, /*pull=*/true);
+  Message request;
+  request.envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
+  request.tensors = std::move(out.frames);
+  out = Outgoing{};
+  ++step_messages_[server];
+  Status status = Send(sockets_[server], std::move(request));
+  if (!status.ok()) return Status::Unavailable("cannot send to " + ServerName(server) + ": " + status.message());
+  return Status::Ok();
+}
+
+Result<PsClient::PullResult> PsClient::FinishStep(const std::vector<float*>& weights) {
+  if (step_batch_ == 0) {
+    // No data: every partition with an empty frame, so the sync rounds go on without this trainer.
+    for (uint32_t s = 0; s < sockets_.size(); ++s) {
+      for (uint32_t id : partitions_of_[s]) {
+        outgoing_[s].partitions.push_back(id);
+        outgoing_[s].frames.emplace_back();
       }
     }
-  }));
+  }
+  for (size_t t = 0; t < step_pushed_.size(); ++t) {
+    if (step_batch_ > 0 && !step_pushed_[t]) {
+      return Status::Internal("step " + std::to_string(step_clock_) + " ended without the gradient of " +
+                              map_.tensors()[t].name);
+    }
+  }
+  for (uint32_t s = 0; s < sockets_.size(); ++s) HETPS_RETURN_IF_ERROR(Flush(s));
   PullResult result;
-  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Push", [&](uint32_t s, const Message& reply) {
-    return AcceptWeights(s, reply, weights, &result);
-  }));
+  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Push", step_messages_,
+                                     [&](uint32_t s, const Message& reply) {
+                                       return AcceptWeights(s, reply, weights, &result);
+                                     }));
+  HETPS_RETURN_IF_ERROR(CheckAllReceived("Push"));
   return result;
 }
 
@@ -199,7 +288,8 @@ Status PsClient::MarkIdle(uint64_t clock) {
     request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
     request->tensors.resize(ids.size());  // empty frames
   }));
-  return AwaitReplies(wire::Body::Ack, "Push", [](uint32_t, const Message&) { return Status::Ok(); });
+  return AwaitReplies(wire::Body::Ack, "Push", OnePerServer(),
+                      [](uint32_t, const Message&) { return Status::Ok(); });
 }
 
 }  // namespace hetps

@@ -1,7 +1,9 @@
 // PsClient: a trainer's data-plane connections, one DEALER per server, and the requests it makes
-// over them: initial weights, push-pull rounds and pulls. Requests go to every server at once and
+// over them: initial weights, push-pull steps and pulls. Requests go to every server at once and
 // the client then waits for all replies, servicing the control channel meanwhile (heartbeats,
-// Shutdown), so a stalled job never hangs the trainer.
+// Shutdown), so a stalled job never hangs the trainer. A push-pull step may be streamed: the
+// gradients are handed over tensor by tensor as backward produces them and go out at once, so
+// the transfer and the servers' updates overlap the rest of backward.
 //
 // Works on host float32 buffers, one per tensor of the shard map, so it needs no LibTorch. Owned
 // by the trainer's loop thread, with the ControlChannel it services; not thread-safe.
@@ -28,6 +30,9 @@ class PsClient {
     std::chrono::milliseconds request_timeout{120000};  // a server silent this long is an error
     wire::DType wire_dtype = wire::DType::F32;  // gradients sent and weights asked for: F32,
                                                 // BF16 or F16
+    // A streamed step sends a server's ready partitions once they hold at least this many
+    // bytes (a larger partition goes alone), so small tensors share a message.
+    uint64_t coalesce_bytes = uint64_t{1} << 20;
   };
 
   // What a pull brought back.
@@ -52,22 +57,49 @@ class PsClient {
   // Pushes the gradients of step `clock` (one host buffer per tensor, mean over `batch_size`
   // samples; batch_size 0 sends none and only takes part in the sync round) and writes the
   // weights that follow the round into `weights`. `owner` keeps the gradients alive until sent.
+  // The same as BeginStep, PushTensor for every tensor in order, then FinishStep.
   Result<PullResult> PushPull(uint64_t clock, uint32_t batch_size,
                               const std::vector<const float*>& grads,
                               std::shared_ptr<const void> owner, const std::vector<float*>& weights);
+
+  // A streamed push-pull step: BeginStep, then PushTensor once for every tensor of the shard map
+  // (in any order, as its gradient becomes ready), then FinishStep, which sends what is still
+  // held back and writes the weights that follow the step into `weights`. Each message asks for
+  // the weights of the partitions it carries, so the servers answer partition by partition.
+  // batch_size 0 takes part in a sync round without data: no PushTensor calls.
+  void BeginStep(uint64_t clock, uint32_t batch_size);
+  // Sends tensor `tensor`'s gradient (a host buffer of its elements, kept alive by `owner` until
+  // sent) with whatever else is ready for the same servers, once enough bytes are ready.
+  Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
+  Result<PullResult> FinishStep(const std::vector<float*>& weights);
 
   // ssp: tells every server that this trainer, at `clock`, has no data for now, so no pull waits
   // for it until it pushes gradients again.
   Status MarkIdle(uint64_t clock);
 
  private:
+  // Partitions of one server held back in a streamed step, with their gradient frames.
+  struct Outgoing {
+    std::vector<uint32_t> partitions;
+    std::vector<zmq::message_t> frames;
+    uint64_t bytes = 0;
+  };
+
   // Sends one request per server; `build` makes server s's envelope and tensor frames.
   Status SendToAll(const std::function<void(uint32_t, Message*)>& build);
-  // Waits for one reply of kind `expected` from every server, handing each to `accept`.
-  Status AwaitReplies(wire::Body expected, const char* request_name,
+  // Sends server `server`'s held-back partitions of the streamed step as one Push.
+  Status Flush(uint32_t server);
+  // Waits until every server has sent `replies[s]` replies of kind `expected`, handing each to
+  // `accept`.
+  Status AwaitReplies(wire::Body expected, const char* request_name, std::vector<size_t> replies,
                       const std::function<Status(uint32_t, const Message&)>& accept);
+  std::vector<size_t> OnePerServer() const;
+  // Writes the weights of a reply into `weights`. The partitions must be ones this client awaits
+  // from that server (awaiting_) and are then no longer awaited.
   Status AcceptWeights(uint32_t server, const Message& reply, const std::vector<float*>& weights,
                        PullResult* result);
+  // Protocol error naming a partition whose weights were asked for but not received.
+  Status CheckAllReceived(const char* request_name) const;
   std::string ServerName(uint32_t server) const;
 
   zmq::context_t& context_;
@@ -78,7 +110,15 @@ class PsClient {
   Options options_;
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::vector<uint32_t>> partitions_of_;  // per server
+  std::vector<std::vector<uint32_t>> partitions_of_tensor_;
   std::vector<uint64_t> versions_;                    // per partition: last version pulled
+  std::vector<bool> awaiting_;                        // per partition: weights requested
+  // The streamed step under way.
+  uint64_t step_clock_ = 0;
+  uint32_t step_batch_ = 0;
+  std::vector<bool> step_pushed_;                     // per tensor
+  std::vector<Outgoing> outgoing_;                    // per server
+  std::vector<size_t> step_messages_;                 // per server: pushes sent
 };
 
 }  // namespace hetps

@@ -56,6 +56,34 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   return info;
 }
 
+// --slowdown K: keeps the time since a step began at K times the compute time it holds, by
+// sleeping for the difference whenever the step is about to hand something on (a push, the
+// end of the step), so a gradient leaves when a K times slower device would have produced it.
+class Pacer {
+ public:
+  explicit Pacer(double factor) : factor_(factor) {}
+
+  void Start() {
+    start_ = Clock::now();
+    slept_ = Clock::duration::zero();
+  }
+  void Wait() {
+    if (factor_ <= 1) return;
+    const auto elapsed = Clock::now() - start_;
+    const auto behind = std::chrono::duration_cast<Clock::duration>((elapsed - slept_) * factor_) - elapsed;
+    if (behind <= Clock::duration::zero()) return;
+    const auto before = Clock::now();
+    std::this_thread::sleep_for(behind);
+    slept_ += Clock::now() - before;
+  }
+  double Seconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+
+ private:
+  double factor_;
+  Clock::time_point start_;
+  Clock::duration slept_{};
+};
+
 }  // namespace
 
 // Everything one run of a trainer holds; lives inside Run().
@@ -71,8 +99,11 @@ class Trainer::Session {
   Status TrainEpochs();
   // One step on `indices` (none: take part in the sync round without data).
   Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
-  // Forward and backward on `indices`, then the --slowdown sleep; gradients are left in the model.
+  // Forward and backward on `indices`, pushing every gradient of the step under way (as backward
+  // produces them when overlapping), with the --slowdown sleeps.
   Status Compute(const std::vector<int64_t>& indices);
+  // The autograd hook: pushes tensor `tensor`'s gradient now, when overlapping on this thread.
+  void OnGradient(size_t tensor, const torch::Tensor& grad);
   // Handles what the scheduler sent (evaluation requests); Aborted once it said Shutdown.
   Status HandleControl();
   // Evaluates the newest weights and reports; a final evaluation first evaluates the snapshots.
@@ -101,6 +132,12 @@ class Trainer::Session {
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<PsClient> client_;
   std::unique_ptr<ChunkSampler> sampler_;
+  Pacer pacer_{options_.slowdown};
+  bool overlap_ = false;              // gradients are pushed from the autograd hook
+  std::thread::id loop_thread_;       // the thread that owns the sockets
+  bool in_backward_ = false;
+  std::vector<bool> pushed_;          // per tensor, in the step under way
+  Status push_status_;                // the first failed push of the step under way
 
   uint32_t epoch_ = 0;
   uint64_t clock_ = 0;
@@ -225,6 +262,13 @@ Status Trainer::Session::Setup() {
   HETPS_RETURN_IF_ERROR(client_->Connect());
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
+  // Hooks run on the thread that calls backward only on the CPU; elsewhere they would run on a
+  // device thread that may not touch this trainer's sockets.
+  overlap_ = options_.overlap && device_.is_cpu();
+  loop_thread_ = std::this_thread::get_id();
+  if (overlap_) {
+    buffers_->SetGradientHook([this](size_t tensor, const torch::Tensor& grad) { OnGradient(tensor, grad); });
+  }
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
   HostTensors initial = buffers_->HostWeights();
@@ -291,36 +335,50 @@ Status Trainer::Session::TrainEpochs() {
 }
 
 Status Trainer::Session::Compute(const std::vector<int64_t>& indices) {
-  const auto start = Clock::now();
+  pacer_.Start();
+  pushed_.assign(map_->tensors().size(), false);
+  push_status_ = Status::Ok();
   try {
     Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
     buffers_->ClearGradients();
     torch::Tensor loss = torch::nn::functional::cross_entropy(model_->forward(batch.input), batch.target);
+    in_backward_ = true;
     loss.backward();
+    in_backward_ = false;
     report_loss_sum_ += loss.item<double>();  // waits for the device to finish
     ++report_steps_;
   } catch (const c10::Error& e) {
+    in_backward_ = false;
     return Status::Internal("LibTorch failed in a training step of model " + job_.model + " on " +
                             DeviceDescription(device_) + ": " + e.what_without_backtrace());
   }
-  const auto computed = Clock::now() - start;
-  if (options_.slowdown > 1) {
-    std::this_thread::sleep_for(std::chrono::duration_cast<Clock::duration>(
-        computed * (options_.slowdown - 1)));
+  HETPS_RETURN_IF_ERROR(push_status_);
+  pacer_.Wait();
+  // Whatever the hooks did not push: everything without overlap, a parameter without gradient.
+  for (size_t t = 0; t < pushed_.size(); ++t) {
+    if (pushed_[t]) continue;
+    auto [data, owner] = buffers_->HostGradient(t);
+    HETPS_RETURN_IF_ERROR(client_->PushTensor(t, data, std::move(owner)));
   }
-  report_compute_seconds_ += std::chrono::duration<double>(Clock::now() - start).count();
+  report_compute_seconds_ += pacer_.Seconds();
   return Status::Ok();
 }
 
+void Trainer::Session::OnGradient(size_t tensor, const torch::Tensor& grad) {
+  if (!in_backward_ || !push_status_.ok() || std::this_thread::get_id() != loop_thread_) return;
+  pacer_.Wait();
+  auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
+  pushed_[tensor] = true;
+  push_status_ = client_->PushTensor(tensor, held->data_ptr<float>(), held);
+}
+
 Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* round_samples) {
-  HostTensors grads;
+  client_->BeginStep(clock_, static_cast<uint32_t>(indices.size()));
   if (!indices.empty()) {
     HETPS_RETURN_IF_ERROR(Compute(indices));
-    grads = buffers_->HostGradients();
     idle_ = false;
   }
-  auto pulled = client_->PushPull(clock_, static_cast<uint32_t>(indices.size()), grads.data,
-                                  grads.owner, buffers_->weight_targets());
+  auto pulled = client_->FinishStep(buffers_->weight_targets());
   if (!pulled.ok()) return pulled.status();
   buffers_->CommitWeights();
   ++clock_;

@@ -25,6 +25,8 @@ struct TrainerOptions {
   std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
+  bool overlap = true;  // push each tensor's gradient as soon as backward has produced it (CPU;
+                        // on CUDA and MPS every gradient is pushed after backward)
 };
 
 class Trainer {

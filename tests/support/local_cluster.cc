@@ -76,7 +76,7 @@ void LocalCluster::JoinServers() {
 ScriptedTrainer::ScriptedTrainer(zmq::context_t& context, std::string scheduler_endpoint)
     : context_(context), scheduler_endpoint_(std::move(scheduler_endpoint)) {}
 
-Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature) {
+Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient::Options client_options) {
   ControlChannel::Options options;
   options.scheduler = scheduler_endpoint_;
   options.connect_timeout = std::chrono::seconds(30);
@@ -99,7 +99,6 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature) {
   for (const wire::ServerEndpoint* server : *wire_map->servers()) {
     endpoints[server->rank()] = server->endpoint()->str();
   }
-  PsClient::Options client_options;
   client_options.wire_dtype = wire_map->wire_dtype();  // as the job says, like a real trainer
   client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(),
                                        client_options);

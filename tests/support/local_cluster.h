@@ -69,7 +69,8 @@ class ScriptedTrainer {
  public:
   ScriptedTrainer(zmq::context_t& context, std::string scheduler_endpoint);
 
-  Status Setup(const std::vector<TensorInfo>& signature);
+  // `client_options` but for the wire dtype, which the job decides.
+  Status Setup(const std::vector<TensorInfo>& signature, PsClient::Options client_options = {});
   PsClient& client() { return *client_; }
   const ShardMap& map() const { return *map_; }
   uint32_t rank() const { return sender_.rank(); }

@@ -1,0 +1,131 @@
+// The PS client's streamed push-pull steps (trainer/ps_client.h) through a real scheduler and two
+// servers on 127.0.0.1: gradients pushed from the autograd hook while backward still runs, in
+// messages of any size, leave exactly the weights of gradients pushed after backward.
+#include <torch/torch.h>
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <numeric>
+
+#include "tests/support/local_cluster.h"
+#include "trainer/fashion_mnist.h"
+#include "trainer/model_buffers.h"
+#include "trainer/models.h"
+
+namespace hetps {
+namespace {
+
+constexpr int kSteps = 4;
+constexpr int kBatch = 32;  // per trainer and step
+constexpr int kTrainers = 2;
+
+struct Run {
+  std::vector<torch::Tensor> weights;
+  std::vector<size_t> hook_order;  // the tensors in the order the first step's hook pushed them
+};
+
+// Trainer `rank`'s steps on fixed rows: pushed from the gradient hook as backward produces them
+// when `stream`, otherwise all after backward.
+Result<Run> Train(testing::LocalCluster& cluster, const Dataset& data, uint64_t seed, bool stream,
+                  uint64_t coalesce_bytes) {
+  auto model = BuildModel("mlp", seed);
+  if (!model.ok()) return model.status();
+  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
+  if (!buffers.ok()) return buffers.status();
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  PsClient::Options options;
+  options.coalesce_bytes = coalesce_bytes;
+  HETPS_RETURN_IF_ERROR(trainer.Setup((*buffers)->signature(), options));
+  PsClient& client = trainer.client();
+  HostTensors initial = (*buffers)->HostWeights();
+  HETPS_RETURN_IF_ERROR(client.InitWeights(initial.data, initial.owner));
+  auto pulled = client.Pull(0, false, (*buffers)->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+
+  Run run;
+  std::vector<bool> pushed;
+  Status push_status;
+  if (stream) {
+    (*buffers)->SetGradientHook([&](size_t tensor, const torch::Tensor& grad) {
+      auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
+      pushed[tensor] = true;
+      if (push_status.ok()) push_status = client.PushTensor(tensor, held->data_ptr<float>(), held);
+      if (run.hook_order.size() < pushed.size()) run.hook_order.push_back(tensor);
+    });
+  }
+  for (int step = 0; step < kSteps; ++step) {
+    std::vector<int64_t> rows(kBatch);
+    std::iota(rows.begin(), rows.end(), int64_t{(step * kTrainers + trainer.rank()) * kBatch});
+    Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
+    (*buffers)->ClearGradients();
+    pushed.assign((*buffers)->signature().size(), false);
+    client.BeginStep(step, kBatch);
+    torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
+    HETPS_RETURN_IF_ERROR(push_status);
+    for (size_t t = 0; t < pushed.size(); ++t) {
+      if (pushed[t]) continue;
+      auto [grad, owner] = (*buffers)->HostGradient(t);
+      HETPS_RETURN_IF_ERROR(client.PushTensor(t, grad, std::move(owner)));
+    }
+    auto result = client.FinishStep((*buffers)->weight_targets());
+    if (!result.ok()) return result.status();
+    if (result->round_samples != kBatch * kTrainers) return Status::Internal("a round was short");
+  }
+  for (const auto& p : (*model)->parameters()) run.weights.push_back(p.detach().clone());
+  return run;
+}
+
+// Both trainers of a sync job on two servers, each with `stream` and `coalesce_bytes`.
+std::vector<Run> TrainJob(const Dataset& data, bool stream, uint64_t coalesce_bytes) {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 2, kTrainers);
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  job.partition_bytes = 64 << 10;  // fc1 is 25 partitions over both servers
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+  std::vector<std::future<Result<Run>>> trainers;
+  for (int t = 0; t < kTrainers; ++t) {
+    trainers.push_back(std::async(std::launch::async, [&] {
+      return Train(cluster, data, job.seed, stream, coalesce_bytes);
+    }));
+  }
+  std::vector<Run> runs;
+  for (auto& trainer : trainers) {
+    auto run = trainer.get();
+    CATCH_INFO(run.status().ToString());
+    CATCH_REQUIRE(run.ok());
+    runs.push_back(std::move(*run));
+  }
+  cluster.Stop();
+  return runs;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("Gradients pushed as backward produces them give exactly the weights of pushing after backward",
+                "[trainer][ps_client][sync][overlap]") {
+  auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
+  CATCH_REQUIRE(data.ok());
+  const std::vector<Run> after = TrainJob(*data, /*stream=*/false, uint64_t{1} << 20);
+  // Every partition in a message of its own, and the default coalescing of small tensors.
+  for (uint64_t coalesce_bytes : {uint64_t{0}, uint64_t{1} << 20}) {
+    CATCH_INFO("coalesce_bytes " << coalesce_bytes);
+    const std::vector<Run> streamed = TrainJob(*data, /*stream=*/true, coalesce_bytes);
+    for (size_t t = 0; t < streamed.size(); ++t) {
+      // Backward produced the last layer's gradients first, and each went out from the hook.
+      const size_t tensors = streamed[t].weights.size();
+      CATCH_REQUIRE(streamed[t].hook_order.size() == tensors);
+      CATCH_CHECK(streamed[t].hook_order.front() >= tensors - 2);
+      CATCH_CHECK(streamed[t].hook_order.back() <= 1);
+      for (size_t i = 0; i < tensors; ++i) {
+        CATCH_CHECK(torch::equal(streamed[t].weights[i], after[t].weights[i]));
+      }
+    }
+  }
+  // The weights moved, or the comparison proves nothing.
+  auto initial = *BuildModel("mlp", JobOptions{}.seed);
+  CATCH_CHECK((initial->parameters()[0] - after[0].weights[0]).abs().max().item<double>() > 1e-4);
+}
+
+}  // namespace hetps
