@@ -1,7 +1,7 @@
 // How close a push-pull round trip comes to the wire: one trainer (the real PsClient) against 1
 // and 2 real servers on 127.0.0.1 in sync mode, for models of several sizes cut into partitions
 // of the default size, against two baselines measured in the same run: a bare ZeroMQ
-// DEALER/ROUTER echo of the same bytes in the same frames over the same number of sockets, and
+// DEALER/ROUTER echo of the same bytes in the same messages over the same number of sockets, and
 // memcpy of the model.
 //
 //   hetps-bench-pushpull [--mib 4,64,256] [--servers 1,2] [--seconds 3] [--wire-dtype fp32]
@@ -70,8 +70,10 @@ double RoundsPerSecond(double seconds, const std::function<Status()>& round) {
 
 void NoFree(void*, void*) {}
 
-// A bare echo: each server thread answers every multipart message with as many frames of the
-// same sizes, sent from its own buffer without copying; the client sends its frames the same way.
+// A bare echo: each server thread answers every message with one of the same size, sent from
+// its own buffer without copying; the client sends the same messages as the PS client does (one
+// per partition, since every partition here is larger than the client's coalescing threshold),
+// zero-copy too, all before it waits for the replies.
 class Echo {
  public:
   Echo(const std::vector<std::vector<size_t>>& frames_per_server, size_t bytes)
@@ -94,20 +96,19 @@ class Echo {
   }
 
   Status Round() {
+    size_t offset = 0;
     for (size_t s = 0; s < frames_.size(); ++s) {
-      if (frames_[s].empty()) continue;  // a server without partitions gets no request
-      size_t offset = 0;
-      for (size_t f = 0; f < frames_[s].size(); ++f) {
-        zmq::message_t frame(buffer_.data() + offset, frames_[s][f], NoFree, nullptr);
-        offset += frames_[s][f];
-        dealers_[s].send(frame, f + 1 < frames_[s].size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      for (size_t size : frames_[s]) {
+        zmq::message_t frame(buffer_.data() + offset, size, NoFree, nullptr);
+        offset += size;
+        dealers_[s].send(frame, zmq::send_flags::none);
       }
     }
     for (size_t s = 0; s < frames_.size(); ++s) {
-      if (frames_[s].empty()) continue;
-      zmq::socket_t& dealer = dealers_[s];
-      std::vector<zmq::message_t> reply;
-      if (!zmq::recv_multipart(dealer, std::back_inserter(reply))) return Status::Internal("echo lost");
+      for (size_t f = 0; f < frames_[s].size(); ++f) {
+        std::vector<zmq::message_t> reply;
+        if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply))) return Status::Internal("echo lost");
+      }
     }
     return Status::Ok();
   }
