@@ -25,6 +25,12 @@ int main(int argc, char** argv) {
                  "Largest frame accepted from a trainer; a larger one drops its connection")
       ->default_val(options.max_message_bytes)
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  app.add_option("--threads", options.threads,
+                 "Worker threads that own the partitions and apply the optimizer, besides the "
+                 "thread that owns the sockets; 1 does all on one thread (best when trainers share "
+                 "the host)")
+      ->default_val(options.threads)
+      ->check(CLI::Range(size_t{1}, size_t{256}));
   app.add_option("--connect-timeout", connect_timeout_s,
                  "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)

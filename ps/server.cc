@@ -1,6 +1,7 @@
 #include "ps/server.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "common/logging.h"
 #include "common/transport.h"
@@ -33,6 +34,13 @@ Status Server::Start() {
 }
 
 Status Server::Run() {
+  Status status = Serve();
+  // Whichever way the loop ended, no task outlives it: the workers finish what is queued and end.
+  if (shard_) shard_->workers().Stop();
+  return status;
+}
+
+Status Server::Serve() {
   if (endpoint_.empty()) HETPS_RETURN_IF_ERROR(Start());
   ControlChannel::Options control_options;
   control_options.scheduler = options_.scheduler;
@@ -49,7 +57,8 @@ Status Server::Run() {
   HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << "; serving on " << endpoint_;
 
   while (true) {
-    auto readable = PollReadable({&control_->socket(), &data_}, std::chrono::milliseconds(200));
+    const bool data_readable = Poll(std::chrono::milliseconds(200));
+    if (shard_) shard_->workers().RunFinished();
     HETPS_RETURN_IF_ERROR(control_->Service());
     while (auto message = control_->TakeInbox()) {
       Status status = HandleControl(std::move(*message));
@@ -62,7 +71,7 @@ Status Server::Run() {
         return Status::Ok();
       }
     }
-    if (!readable[1]) continue;
+    if (!data_readable) continue;
     // Drain what has arrived, but come back to the control socket regularly under heavy load.
     for (int i = 0; i < 256; ++i) {
       auto received = TryReceive(data_, /*router=*/true);
@@ -71,6 +80,20 @@ Status Server::Run() {
       HandleData(std::move(**received));
     }
   }
+}
+
+bool Server::Poll(std::chrono::milliseconds timeout) {
+  const int wake_fd = shard_ ? shard_->workers().wake_fd() : -1;
+  zmq::pollitem_t items[] = {{static_cast<void*>(control_->socket()), 0, ZMQ_POLLIN, 0},
+                             {static_cast<void*>(data_), 0, ZMQ_POLLIN, 0},
+                             {nullptr, wake_fd, ZMQ_POLLIN, 0}};
+  try {
+    zmq::poll(items, wake_fd >= 0 ? 3 : 2, timeout);
+  } catch (const zmq::error_t& e) {
+    if (e.num() != EINTR) throw;
+    return false;
+  }
+  return (items[1].revents & ZMQ_POLLIN) != 0;
 }
 
 Status Server::HandleControl(Message message) {
@@ -119,6 +142,7 @@ Status Server::HandleShardMap(const Message& message) {
   shard_options.staleness = wire_map->staleness();
   shard_options.staleness_aware_lr = wire_map->staleness_aware_lr();
   shard_options.global_batch_size = wire_map->global_batch_size();
+  shard_options.threads = options_.threads;
   const wire::OptimizerConfig* config = wire_map->optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   OptimizerOptions& o = shard_options.optimizer;
@@ -144,7 +168,9 @@ Status Server::HandleShardMap(const Message& message) {
   HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of "
                   << map_->partitions().size() << " partitions ("
                   << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
-                  << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind);
+                  << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind)
+                  << ", " << options_.threads
+                  << (options_.threads == 1 ? " thread" : " worker threads");
   return control_->Send(sender_.MakeEmpty(wire::Body::ShardReady));
 }
 
@@ -162,9 +188,11 @@ void Server::HandleData(Message message) {
                   "this server has no shard map yet; the job has not started");
   }
   const uint32_t trainer = env.sender();
+  // The tensor frames stay alive, and are read in place, until the last task reading them ran.
+  auto frames = std::make_shared<const std::vector<zmq::message_t>>(std::move(message.tensors));
   switch (message.kind()) {
     case wire::Body::InitWeights: {
-      Status status = shard_->Init(*message.body<wire::InitWeights>(), message.tensors);
+      Status status = shard_->Init(*message.body<wire::InitWeights>(), frames);
       if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
       Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
       AnswerReadyPulls();
@@ -172,7 +200,7 @@ void Server::HandleData(Message message) {
     }
     case wire::Body::Push: {
       const auto* push = message.body<wire::Push>();
-      Status status = shard_->Push(trainer, *push, message.tensors);
+      Status status = shard_->Push(trainer, *push, frames);
       if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
       if (push->pull()) {
         PendingPull pull;
@@ -216,11 +244,14 @@ void Server::AnswerReadyPulls() {
       continue;
     }
     if (!it->latest) shard_->RecordAdmission(it->clock);
-    flatbuffers::FlatBufferBuilder fbb(256 + 12 * it->partitions.size());
-    std::vector<zmq::message_t> frames;
-    auto body = shard_->BuildWeights(fbb, it->partitions, &frames, it->dtype);
-    Reply(std::move(it->routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
-          std::move(frames));
+    auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
+    auto send = [this, routing_id](Shard::WeightsReply& weights) {
+      flatbuffers::FlatBufferBuilder fbb(256 + 12 * weights.partitions.size());
+      auto body = weights.Write(fbb);
+      Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
+            std::move(weights.frames));
+    };
+    shard_->BuildWeights(it->partitions, it->dtype, std::move(send));
     ++pulls_answered_;
     it = pending_.erase(it);
   }

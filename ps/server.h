@@ -1,9 +1,10 @@
 // Server: one parameter-server process (or thread): joins the scheduler, receives its part of
 // the shard map, and serves pushes and pulls from trainers until the scheduler shuts it down.
 //
-// Run() is the loop; it owns both sockets (control DEALER to the scheduler, data ROUTER for
-// trainers) and the Shard, so everything happens on the thread that calls Run(). bad_messages()
-// may be read from any thread.
+// Run() is the loop (the I/O thread); it owns both sockets (control DEALER to the scheduler, data
+// ROUTER for trainers) and the Shard, whose worker threads do the numeric work on the partitions
+// and hand finished replies back to the loop, which sends them. Every other method runs on the
+// thread that calls Run(); bad_messages() may be read from any thread.
 #pragma once
 
 #include <atomic>
@@ -30,6 +31,10 @@ struct ServerOptions {
                                                    // one (with this host's name for 0.0.0.0)
   int64_t max_message_bytes = int64_t{64} << 20;   // per frame; larger ones drop the connection
   std::chrono::milliseconds connect_timeout{60000};  // give up joining the scheduler after this
+  // Worker threads that own the partitions (optimizer steps, sums, reply frames), besides the
+  // loop thread that owns the sockets. 1 does that work on the loop thread itself: best on a
+  // host shared with trainers; on a machine of its own, about one per spare core.
+  size_t threads = 1;
 };
 
 class Server {
@@ -44,7 +49,8 @@ class Server {
   // The scheduler to join, when it is only known after construction. Call before Run().
   void set_scheduler(std::string endpoint) { options_.scheduler = std::move(endpoint); }
 
-  // Joins the scheduler and serves until it says Shutdown (OK) or is lost (Unavailable).
+  // Joins the scheduler and serves until it says Shutdown (OK) or is lost (Unavailable). The
+  // worker threads have ended when it returns, whatever the outcome.
   Status Run();
 
   uint64_t bad_messages() const { return bad_messages_.load(); }
@@ -59,6 +65,10 @@ class Server {
     wire::DType dtype = wire::DType::F32;  // of the weights in the reply
   };
 
+  Status Serve();
+  // Waits up to `timeout` for either socket or for finished work; whether the data socket is
+  // readable.
+  bool Poll(std::chrono::milliseconds timeout);
   Status HandleControl(Message message);
   void HandleData(Message message);
   Status HandleShardMap(const Message& message);

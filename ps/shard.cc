@@ -29,6 +29,7 @@ wire::ErrorCode RefusalCode(const Status& status) {
 
 Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t server_rank,
                                              const Options& options) {
+  if (options.threads == 0) return Status::InvalidArgument("a server needs at least 1 thread");
   auto optimizer = Optimizer::Create(options.optimizer);
   if (!optimizer.ok()) return optimizer.status();
   return std::unique_ptr<Shard>(new Shard(map, server_rank, options, std::move(*optimizer)));
@@ -36,13 +37,19 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
 
 Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
              std::unique_ptr<Optimizer> optimizer)
-    : map_(map), server_rank_(server_rank), options_(options), optimizer_(std::move(optimizer)) {
+    : map_(map),
+      server_rank_(server_rank),
+      options_(options),
+      optimizer_(std::move(optimizer)),
+      scratch_(options.threads),
+      workers_(std::make_unique<PartitionWorkers>(options.threads)) {
   slot_of_.assign(map.partitions().size(), -1);
   ids_ = map.PartitionsOf(server_rank);
   slots_.resize(ids_.size());
   for (size_t i = 0; i < ids_.size(); ++i) {
     Slot& slot = slots_[i];
     slot.info = &map.partitions()[ids_[i]];
+    slot.owner = workers_->OwnerOf(i);
     slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
     slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
     if (options_.mode == ConsistencyMode::kSync) slot.sum.resize(slot.info->length);
@@ -106,21 +113,22 @@ Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
   return Status::Ok();
 }
 
-Status Shard::Init(const wire::InitWeights& init, const std::vector<zmq::message_t>& frames) {
+Status Shard::Init(const wire::InitWeights& init, Frames frames) {
   HETPS_RETURN_IF_ERROR(
-      CheckFrames(*init.partitions(), frames, /*allow_empty=*/false, wire::DType::F32));
-  for (size_t i = 0; i < frames.size(); ++i) {
+      CheckFrames(*init.partitions(), *frames, /*allow_empty=*/false, wire::DType::F32));
+  for (size_t i = 0; i < frames->size(); ++i) {
     Slot* slot = *Find(init.partitions()->Get(i));
     if (slot->initialized) continue;
-    std::memcpy(slot->weights.get(), frames[i].data(), frames[i].size());
-    optimizer_->InitState(slot->state.data(), slot->info->length);
     slot->initialized = true;
+    workers_->Post(slot->owner, [this, slot, frames, i] {
+      std::memcpy(slot->weights.get(), (*frames)[i].data(), (*frames)[i].size());
+      optimizer_->InitState(slot->state.data(), slot->info->length);
+    });
   }
   return Status::Ok();
 }
 
-Status Shard::Push(uint32_t trainer, const wire::Push& push,
-                   const std::vector<zmq::message_t>& frames) {
+Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const ConsistencyMode mode = options_.mode;
   const bool sync = mode == ConsistencyMode::kSync;
   const bool empty = push.batch_size() == 0;
@@ -142,10 +150,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     return Status::Protocol("push lists " + std::to_string(ids.size()) + " partitions but " +
                             std::to_string(versions->size()) + " versions");
   }
-  HETPS_RETURN_IF_ERROR(CheckFrames(ids, frames, /*allow_empty=*/empty, dtype));
+  HETPS_RETURN_IF_ERROR(CheckFrames(ids, *frames, /*allow_empty=*/empty, dtype));
   for (size_t i = 0; i < ids.size(); ++i) {
     const Slot* slot = *Find(ids[i]);
-    if (empty && frames[i].size() != 0) {
+    if (empty && (*frames)[i].size() != 0) {
       return Status::InvalidArgument("a push with batch_size 0 must carry empty frames");
     }
     if (!slot->initialized) {
@@ -187,27 +195,35 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
     const uint64_t used = versions != nullptr && !empty ? versions->Get(i) : slot.version;
     const uint64_t partition_staleness = slot.version - used;
     staleness = std::max(staleness, partition_staleness);
-    const size_t n = slot.info->length;
+    const void* grad = (*frames)[i].data();
     if (!sync) {
-      // float32 gradients are read in place; 16-bit ones are widened once into scratch.
-      const float* grad = static_cast<const float*>(frames[i].data());
-      if (dtype != wire::DType::F32) {
-        scratch_.resize(n);
-        UnpackFloats(frames[i].data(), n, dtype, scratch_.data());
-        grad = scratch_.data();
-      }
       const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
-      ApplyStep(slot, grad, 1.0f, stale ? batch_share / static_cast<float>(partition_staleness) : batch_share);
+      PostStep(slot, grad, dtype, 1.0f,
+               stale ? batch_share / static_cast<float>(partition_staleness) : batch_share, frames);
       continue;
     }
-    if (!empty) {
-      // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
-      // of the round, as one process would compute on the concatenated batch.
-      ScaleInto(frames[i].data(), n, dtype, static_cast<float>(push.batch_size()),
-                /*assign=*/slot.round_samples == 0, slot.sum.data());
-      slot.round_samples += push.batch_size();
-    }
     slot.pushed.push_back(trainer);
+    if (empty) {
+      CompleteRoundIfReady(slot);
+      continue;
+    }
+    const bool first = slot.round_samples == 0;
+    slot.round_samples += push.batch_size();
+    if (first && dtype == wire::DType::F32 && RoundComplete(slot)) {
+      // The round's only gradient is its mean as it stands: step on the frame, without a pass
+      // through the sum. (b * g / b can differ from g in the last bit, so this is exact where
+      // the sum was not.)
+      CloseRound(slot, grad, dtype, 1.0f, frames);
+      continue;
+    }
+    // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
+    // of the round, as one process would compute on the concatenated batch.
+    const float batch = static_cast<float>(push.batch_size());
+    Slot* accumulating = &slot;
+    workers_->Post(slot.owner, [accumulating, grad, dtype, batch, first, frames] {
+      ScaleInto(grad, accumulating->info->length, dtype, batch, /*assign=*/first,
+                accumulating->sum.data());
+    });
     CompleteRoundIfReady(slot);
   }
   if (!empty) {
@@ -217,18 +233,30 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push,
   return Status::Ok();
 }
 
-void Shard::CompleteRoundIfReady(Slot& slot) {
-  if (slot.pushed.empty()) return;
+bool Shard::RoundComplete(const Slot& slot) const {
+  if (slot.pushed.empty()) return false;
   for (uint32_t t : live_trainers_) {
-    if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return;
+    if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return false;
   }
+  return true;
+}
+
+void Shard::CompleteRoundIfReady(Slot& slot) {
+  if (!RoundComplete(slot)) return;
+  const float mean_scale =
+      slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
+  CloseRound(slot, slot.sum.data(), wire::DType::F32, mean_scale, nullptr);
+}
+
+void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale,
+                       Frames keep) {
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
     // of data at the end of an epoch) steps in proportion, so that no sample counts for more.
     const float share = options_.global_batch_size == 0
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    ApplyStep(slot, slot.sum.data(), 1.0f / static_cast<float>(slot.round_samples), share);
+    PostStep(slot, grad, dtype, grad_scale, share, std::move(keep));
   }
   slot.last_round_samples = slot.round_samples;
   slot.round_samples = 0;
@@ -236,10 +264,23 @@ void Shard::CompleteRoundIfReady(Slot& slot) {
   ++slot.round;
 }
 
-void Shard::ApplyStep(Slot& slot, const float* grad, float grad_scale, float lr_scale) {
-  ++slot.version;
-  optimizer_->Apply(slot.weights.get(), grad, grad_scale, slot.state.data(), slot.info->length,
-                    static_cast<int64_t>(slot.version), lr_scale);
+void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale,
+                     float lr_scale, Frames keep) {
+  const auto step = static_cast<int64_t>(++slot.version);
+  Slot* stepping = &slot;
+  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, step, keep] {
+    const size_t n = stepping->info->length;
+    // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
+    const float* values = static_cast<const float*>(grad);
+    if (dtype != wire::DType::F32) {
+      std::vector<float>& scratch = scratch_[stepping->owner];
+      scratch.resize(n);
+      UnpackFloats(grad, n, dtype, scratch.data());
+      values = scratch.data();
+    }
+    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step,
+                      lr_scale);
+  });
 }
 
 std::optional<uint64_t> Shard::SlowestClock() const {
@@ -291,27 +332,41 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   return !slowest || *slowest >= clock - options_.staleness;
 }
 
-flatbuffers::Offset<wire::Weights> Shard::BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
-                                                       const std::vector<uint32_t>& partitions,
-                                                       std::vector<zmq::message_t>* frames,
-                                                       wire::DType dtype) const {
-  std::vector<uint64_t> versions;
-  versions.reserve(partitions.size());
-  uint64_t round_samples = 0;
-  for (uint32_t id : partitions) {
-    const Slot* slot = *Find(id);
-    versions.push_back(slot->version);
-    round_samples = std::max(round_samples, slot->last_round_samples);
-    const size_t n = slot->info->length;
-    if (dtype != wire::DType::F32) {
-      frames->emplace_back(n * DTypeSize(dtype));
-      PackFloats(slot->weights.get(), n, dtype, frames->back().data());
-    } else if (options_.mode == ConsistencyMode::kSync) {
-      frames->push_back(BorrowFrame(slot->weights.get(), n * sizeof(float), slot->weights));
-    } else {
-      frames->emplace_back(slot->weights.get(), n * sizeof(float));
-    }
+void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dtype,
+                         std::function<void(WeightsReply&)> done) {
+  auto reply = std::make_shared<WeightsReply>();
+  reply->partitions = partitions;
+  reply->dtype = dtype;
+  reply->frames.resize(partitions.size());
+  std::vector<PartitionWorkers::Part> parts;
+  parts.reserve(partitions.size());
+  for (size_t i = 0; i < partitions.size(); ++i) {
+    const Slot* slot = *Find(partitions[i]);
+    reply->versions.push_back(slot->version);
+    reply->round_samples = std::max(reply->round_samples, slot->last_round_samples);
+    // Each part writes its own element of the frames, sized before any part runs.
+    parts.push_back({slot->owner, [this, slot, reply, i] {
+                       reply->frames[i] = WeightsFrame(*slot, reply->dtype);
+                     }});
   }
+  workers_->Dispatch(std::move(parts), [reply, done = std::move(done)] { done(*reply); });
+}
+
+zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
+  const size_t n = slot.info->length;
+  if (dtype != wire::DType::F32) {
+    zmq::message_t frame(n * DTypeSize(dtype));
+    PackFloats(slot.weights.get(), n, dtype, frame.data());
+    return frame;
+  }
+  if (options_.mode == ConsistencyMode::kSync) {
+    return BorrowFrame(slot.weights.get(), n * sizeof(float), slot.weights);
+  }
+  return zmq::message_t(slot.weights.get(), n * sizeof(float));
+}
+
+flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(
+    flatbuffers::FlatBufferBuilder& fbb) const {
   return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype);
 }
 

@@ -7,12 +7,15 @@
 // It also keeps the record the run summary reports: the staleness of every applied push and the
 // largest clock gap between trainers that it admitted.
 //
-// Pure logic over verified wire messages, no sockets: the server's loop thread owns a Shard and
-// is the only thread that calls it. Each method either applies a message whole or refuses it
-// whole, with a Status saying why (see RefusalCode), leaving the shard unchanged.
+// No sockets: the server's loop thread (the I/O thread) owns a Shard and is the only thread that
+// calls it. It keeps the bookkeeping (rounds, versions, clocks) and decides at once whether a
+// message is applied whole or refused whole, with a Status saying why (see RefusalCode); the
+// numeric work on a partition's weights runs later, in decision order, on the partition's owner
+// in PartitionWorkers, so the weights need no lock.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,6 +28,7 @@
 #include "common/status.h"
 #include "messages_generated.h"
 #include "ps/optimizer.h"
+#include "ps/partition_workers.h"
 
 namespace hetps {
 
@@ -39,14 +43,34 @@ class Shard {
     // that every sample moves the weights as much whatever the mode and however the batch was
     // split; a full sync round steps by lr. 0 leaves every step at lr.
     uint32_t global_batch_size = 0;
+    // Threads that own the partitions and do their numeric work (PartitionWorkers); 1 does it
+    // inline on the calling thread. The weights come out bitwise the same for any number.
+    size_t threads = 1;
+  };
+
+  // The tensor frames of a received message, kept alive until every task that reads them ran.
+  using Frames = std::shared_ptr<const std::vector<zmq::message_t>>;
+
+  // A Weights reply: its fields as they stood when BuildWeights was called, and one frame per
+  // partition, as `dtype` (a wire float). float32 frames in sync mode borrow the weights without
+  // copying (they cannot change before every live trainer has received its reply and pushed
+  // again); in the other modes they are copies; 16-bit frames are converted copies.
+  struct WeightsReply {
+    std::vector<uint32_t> partitions;
+    std::vector<uint64_t> versions;
+    uint64_t round_samples = 0;
+    wire::DType dtype = wire::DType::F32;
+    std::vector<zmq::message_t> frames;
+
+    flatbuffers::Offset<wire::Weights> Write(flatbuffers::FlatBufferBuilder& fbb) const;
   };
 
   // Pushes with staleness 0 .. kStalenessBuckets - 2 are counted one value a bucket; the last
   // bucket counts every larger staleness.
   static constexpr size_t kStalenessBuckets = 64;
 
-  // Allocates the partitions that `map` gives to `server_rank`. InvalidArgument for a bad
-  // optimizer configuration.
+  // Allocates the partitions that `map` gives to `server_rank` and starts the worker threads.
+  // InvalidArgument for a bad optimizer configuration or 0 threads.
   static Result<std::unique_ptr<Shard>> Create(const ShardMap& map, uint32_t server_rank,
                                                const Options& options);
 
@@ -57,18 +81,19 @@ class Shard {
 
   // Stores initial weights for partitions not yet initialised (the first trainer wins; later
   // copies are ignored). Refused when a partition is unknown or a frame's length is wrong.
-  Status Init(const wire::InitWeights& init, const std::vector<zmq::message_t>& frames);
+  Status Init(const wire::InitWeights& init, Frames frames);
 
   // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
   // (`clock` must equal the partition's round, once per trainer) and applies the round when every
-  // live trainer has pushed. Gradients may travel as float32, bfloat16 or float16 (the sums and
+  // live trainer has pushed; a float32 push that is its round's only gradient is stepped on
+  // straight from its frame. Gradients may travel as float32, bfloat16 or float16 (the sums and
   // the weights stay float32). Async and ssp: applies them now, the step scaled by the push's
   // share of the global batch and divided by its staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
   // gradients and marks the trainer idle (out of data): no pull waits for it until it pushes
   // gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad frame
   // length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is
-  // not live. Gradient bytes are read in place.
-  Status Push(uint32_t trainer, const wire::Push& push, const std::vector<zmq::message_t>& frames);
+  // not live. Gradient bytes are read in place, by the partitions' owners.
+  Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
 
   // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
   Status ValidatePull(uint32_t trainer, const wire::Pull& pull) const;
@@ -81,14 +106,11 @@ class Shard {
   // Records that a pull at `clock` (not `latest`) was answered, for max_clock_gap.
   void RecordAdmission(uint64_t clock);
 
-  // The reply to a ready pull: a Weights body in `fbb` and one frame per partition, as `dtype`
-  // (a wire float). float32 frames in sync mode borrow the weights without copying (they cannot
-  // change before every live trainer has received its reply and pushed again); in the other
-  // modes they are copies; 16-bit frames are converted copies.
-  flatbuffers::Offset<wire::Weights> BuildWeights(flatbuffers::FlatBufferBuilder& fbb,
-                                                  const std::vector<uint32_t>& partitions,
-                                                  std::vector<zmq::message_t>* frames,
-                                                  wire::DType dtype = wire::DType::F32) const;
+  // Builds the reply to a ready pull: each partition's owner makes its frame once the work
+  // queued before it has run, then `done` gets the reply on this thread (see
+  // PartitionWorkers::Dispatch: at once with one thread, else from workers().RunFinished()).
+  void BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dtype,
+                    std::function<void(WeightsReply&)> done);
 
   struct Stats {
     uint64_t version = 0;  // largest number of updates applied to one partition
@@ -102,10 +124,16 @@ class Shard {
 
   const std::vector<uint32_t>& partition_ids() const { return ids_; }
   ConsistencyMode mode() const { return options_.mode; }
+  // The I/O thread polls workers().wake_fd() and calls RunFinished(); Flush() waits for the work
+  // queued so far (tests); Stop() ends the threads (the destructor does too).
+  PartitionWorkers& workers() { return *workers_; }
 
  private:
+  // weights, state and sum belong to the owner worker once the slot is built; the rest to the
+  // I/O thread.
   struct Slot {
     const PartitionInfo* info = nullptr;
+    size_t owner = 0;                     // the worker that owns weights, state and sum
     std::shared_ptr<float[]> weights;     // shared: zero-copy replies keep it alive
     std::vector<float> state;             // optimizer state, slot-major
     std::vector<float> sum;               // sync: sum of batch-weighted gradients of the round
@@ -127,8 +155,18 @@ class Shard {
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
                      const std::vector<zmq::message_t>& frames, bool allow_empty,
                      wire::DType dtype) const;
+  // Whether every live trainer has pushed the open round (and someone has).
+  bool RoundComplete(const Slot& slot) const;
   void CompleteRoundIfReady(Slot& slot);
-  void ApplyStep(Slot& slot, const float* grad, float grad_scale, float lr_scale);
+  // Ends the open round, stepping on n elements of `grad` (a wire float) scaled by `grad_scale`
+  // when the round had samples; `keep` holds `grad`'s bytes.
+  void CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep);
+  // Counts an optimizer step of `slot` and queues it on the owner: a 16-bit `grad` is widened
+  // first into the owner's scratch buffer.
+  void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
+                Frames keep);
+  // Runs on the owner: the frame of one partition's weights as `dtype`.
+  zmq::message_t WeightsFrame(const Slot& slot, wire::DType dtype) const;
   // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
   std::optional<uint64_t> SlowestClock() const;
 
@@ -150,7 +188,9 @@ class Shard {
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
   uint64_t staleness_max_ = 0;
   uint64_t max_clock_gap_ = 0;
-  std::vector<float> scratch_;            // async: a 16-bit gradient widened to float32
+  std::vector<std::vector<float>> scratch_;  // per owner: a 16-bit gradient widened to float32
+  // Last, so that it is destroyed first: its threads end before the slots they work on.
+  std::unique_ptr<PartitionWorkers> workers_;
 };
 
 // The wire error code that a refusal Status from Shard (or the server) corresponds to.

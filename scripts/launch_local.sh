@@ -14,6 +14,8 @@
 #   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
+# Server options:
+#   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
 # Launcher options:
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
@@ -28,6 +30,7 @@ build=1
 device=cpu
 data_dir=/usr/share/datasets/fashion-mnist
 threads=1
+server_threads=1
 slowdown=()
 progress=auto
 scheduler_flags=()
@@ -44,6 +47,7 @@ while (($#)); do
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
+    --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
     --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
@@ -138,7 +142,8 @@ fi
 endpoint=$(<"$endpoint_file")
 
 for ((i = 0; i < servers; i++)); do
-  start "server-$i" "$run_dir/server-$i.log" "$bin/hetps-server" --scheduler "$endpoint"
+  start "server-$i" "$run_dir/server-$i.log" "$bin/hetps-server" --scheduler "$endpoint" \
+    --threads "$server_threads"
 done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \

@@ -1,5 +1,6 @@
 // Async mode end to end: every push is applied exactly once, through a real scheduler and two
-// servers on 127.0.0.1, with three trainers pushing concurrently.
+// servers on 127.0.0.1, with three trainers pushing concurrently, on servers of one thread and
+// of several.
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -17,15 +18,15 @@ std::vector<TensorInfo> Signature() {
   return {{"a", {1000}, wire::DType::F32}, {"b", {3, 5000}, wire::DType::F32}};
 }
 
-}  // namespace
-
-CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
+void CheckEveryPushAppliedOnce(size_t server_threads) {
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kAsync, 2, kTrainers);
   job.optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   job.optimizer.lr = kLr;
   job.partition_bytes = 8192;  // 9 partitions over two servers
   job.global_batch_size = kTrainers;  // each push of one sample steps by lr / kTrainers
-  testing::LocalCluster cluster(job);
+  ServerOptions server_options;
+  server_options.threads = server_threads;
+  testing::LocalCluster cluster(job, server_options);
   CATCH_REQUIRE(cluster.Start().ok());
 
   const auto signature = Signature();
@@ -88,6 +89,17 @@ CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
     CATCH_CHECK(server.pushes == kTrainers * kPushes);
     CATCH_CHECK(server.bad_messages == 0);
   }
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("Async mode applies every push exactly once", "[ps][async]") {
+  CheckEveryPushAppliedOnce(1);
+}
+
+CATCH_TEST_CASE("Async mode applies every push exactly once on servers with 3 worker threads",
+                "[ps][async][threads]") {
+  CheckEveryPushAppliedOnce(3);
 }
 
 }  // namespace hetps

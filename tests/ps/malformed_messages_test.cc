@@ -147,6 +147,8 @@ CATCH_TEST_CASE("A server flooded with malformed messages keeps serving a traini
   job.max_train_samples = 30000;
   ServerOptions server_options;
   server_options.max_message_bytes = 8 << 20;
+  // Worker threads, so that refusals (sent at once) interleave with replies finished later.
+  server_options.threads = 2;
   testing::LocalCluster cluster(job, server_options);
   CATCH_REQUIRE(cluster.Start().ok());
 

@@ -28,7 +28,7 @@ struct Snapshot {
   }
 };
 
-Snapshot Take(const Shard& shard) {
+Snapshot Take(Shard& shard) {
   const Shard::Stats stats = shard.stats();
   return {WeightsOf(shard, 0), WeightsOf(shard, 2), stats.version, stats.rounds, stats.pushes};
 }
@@ -99,10 +99,9 @@ CATCH_TEST_CASE("A sync round is applied when the last live trainer pushes, weig
   CATCH_CHECK(shard->PullReady({0, 2}, 1, false));
   CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 2, false));
 
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<zmq::message_t> frames;
-  fbb.Finish(shard->BuildWeights(fbb, {2, 0}, &frames));
-  const auto* weights = flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer());
+  auto built = Build(*shard, {2, 0});
+  const auto* weights = &built->body();
+  const std::vector<zmq::message_t>& frames = built->frames;
   CATCH_CHECK(weights->round_samples() == 40);
   CATCH_CHECK(weights->dtype() == wire::DType::F32);
   CATCH_REQUIRE(weights->partitions()->size() == 2);
@@ -301,10 +300,7 @@ CATCH_TEST_CASE("A gradient pushed by a trainer that then leaves is applied with
   const Floats expected = SgdStep(kInitial, {{10, kGradA}, {30, kGradB}, {20, kGradC}});
   CATCH_CHECK(MaxDifference(WeightsOf(*shard, 0), expected) < 1e-6f);
   CATCH_CHECK(MaxDifference(WeightsOf(*shard, 2), expected) < 1e-6f);
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<zmq::message_t> frames;
-  fbb.Finish(shard->BuildWeights(fbb, {0}, &frames));
-  CATCH_CHECK(flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer())->round_samples() == 60);
+  CATCH_CHECK(Build(*shard, {0})->body().round_samples() == 60);
 }
 
 CATCH_TEST_CASE("Sync rounds in which nobody had data advance the round but not the weights",
@@ -313,12 +309,7 @@ CATCH_TEST_CASE("Sync rounds in which nobody had data advance the round but not 
   auto shard = MakeShard(map, ConsistencyMode::kSync);
   shard->SetLiveTrainers({0, 1});
   CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
-  auto round_samples = [&shard] {
-    flatbuffers::FlatBufferBuilder fbb;
-    std::vector<zmq::message_t> frames;
-    fbb.Finish(shard->BuildWeights(fbb, {0, 2}, &frames));
-    return flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer())->round_samples();
-  };
+  auto round_samples = [&shard] { return Build(*shard, {0, 2})->body().round_samples(); };
   // A first real round leaves its gradient sum behind in the shard's scratch space.
   CATCH_REQUIRE(PushBoth(*shard, 0, 0, 10, kGradA).ok());
   CATCH_REQUIRE(PushBoth(*shard, 1, 0, 10, kGradB).ok());
@@ -422,20 +413,16 @@ CATCH_TEST_CASE("Async mode replies with copies of the weights", "[ps][shard][as
   auto shard = MakeShard(map, ConsistencyMode::kAsync);
   shard->SetLiveTrainers({0});
   CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<zmq::message_t> frames;
-  fbb.Finish(shard->BuildWeights(fbb, {0}, &frames));
-  CATCH_REQUIRE(frames.size() == 1);
-  const auto* built = static_cast<const float*>(frames[0].data());
+  auto first = Build(*shard, {0});
+  CATCH_REQUIRE(first->frames.size() == 1);
+  const auto* built = static_cast<const float*>(first->frames[0].data());
 
   // Async pushes land at any time, including while a reply is still queued in ZeroMQ.
   CATCH_REQUIRE(PushBoth(*shard, 0, 0, 1, kGradA).ok());
   CATCH_CHECK(Floats(built, built + kLength) == kInitial);
   CATCH_CHECK(WeightsOf(*shard, 0) != kInitial);
-  std::vector<zmq::message_t> later;
-  flatbuffers::FlatBufferBuilder fbb2;
-  fbb2.Finish(shard->BuildWeights(fbb2, {0}, &later));
-  CATCH_CHECK(later[0].data() != frames[0].data());
+  auto later = Build(*shard, {0});
+  CATCH_CHECK(later->frames[0].data() != first->frames[0].data());
 }
 
 // The zero-copy contract of sync mode: a Weights reply references the partition's buffer instead
@@ -447,18 +434,15 @@ CATCH_TEST_CASE("Sync mode replies borrow the weights without copying them", "[p
   auto shard = MakeShard(map, ConsistencyMode::kSync);
   shard->SetLiveTrainers({0});
   CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
-  flatbuffers::FlatBufferBuilder fbb;
-  std::vector<zmq::message_t> first;
-  fbb.Finish(shard->BuildWeights(fbb, {0}, &first));
-  std::vector<zmq::message_t> second;
-  flatbuffers::FlatBufferBuilder fbb2;
-  fbb2.Finish(shard->BuildWeights(fbb2, {0}, &second));
+  std::vector<zmq::message_t> first = std::move(Build(*shard, {0})->frames);
+  std::vector<zmq::message_t> second = std::move(Build(*shard, {0})->frames);
   CATCH_REQUIRE(first.size() == 1);
   CATCH_REQUIRE(second.size() == 1);
   CATCH_CHECK(first[0].data() == second[0].data());
 
   // The same bytes: a completed round shows through a frame built before it.
   CATCH_REQUIRE(PushBoth(*shard, 0, 0, 4, kGradA).ok());
+  shard->workers().Flush();
   const Floats expected = SgdStep(kInitial, {{4, kGradA}});
   const auto* borrowed = static_cast<const float*>(first[0].data());
   CATCH_CHECK(MaxDifference(Floats(borrowed, borrowed + kLength), expected) < 1e-6f);

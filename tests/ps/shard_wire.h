@@ -30,6 +30,11 @@ inline ShardMap TestMap() {
   return std::move(*map);
 }
 
+// Worker threads of the shards under test: 1 here; the tests are built a second time with more.
+#ifndef HETPS_TEST_SHARD_THREADS
+#define HETPS_TEST_SHARD_THREADS 1
+#endif
+
 // Plain SGD at kLr; `adjust` may change the options first.
 inline std::unique_ptr<Shard> MakeShard(const ShardMap& map, ConsistencyMode mode,
                                         const std::function<void(Shard::Options&)>& adjust = {}) {
@@ -37,6 +42,7 @@ inline std::unique_ptr<Shard> MakeShard(const ShardMap& map, ConsistencyMode mod
   options.mode = mode;
   options.optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   options.optimizer.lr = kLr;
+  options.threads = HETPS_TEST_SHARD_THREADS;
   if (adjust) adjust(options);
   auto shard = Shard::Create(map, /*server_rank=*/0, options);
   CATCH_REQUIRE(shard.ok());
@@ -54,10 +60,12 @@ inline zmq::message_t Frame(const Floats& values) {
   return zmq::message_t(values.data(), values.size() * sizeof(float));
 }
 
-// A finished FlatBuffer and the tensor frames that travel with it.
+// A finished FlatBuffer and the tensor frames that travel with it, shared as the server shares
+// a received message's frames with the tasks that read them.
 struct WireMessage {
   std::vector<uint8_t> buffer;
-  std::vector<zmq::message_t> frames;
+  std::shared_ptr<std::vector<zmq::message_t>> frames =
+      std::make_shared<std::vector<zmq::message_t>>();
 
   template <typename T>
   const T& root() const {
@@ -71,7 +79,7 @@ inline WireMessage Finish(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offs
   fbb.Finish(root);
   WireMessage message;
   message.buffer.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
-  for (const Floats& f : frames) message.frames.push_back(Frame(f));
+  for (const Floats& f : frames) message.frames->push_back(Frame(f));
   return message;
 }
 
@@ -110,14 +118,37 @@ inline Status InitBoth(Shard& shard, const Floats& weights) {
   return shard.Init(init.root<wire::InitWeights>(), init.frames);
 }
 
-// The weights of one partition, copied out of a Weights reply.
-inline Floats WeightsOf(const Shard& shard, uint32_t partition) {
+// A Weights reply as the server would send it: the body and the tensor frames.
+struct BuiltWeights {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<zmq::message_t> frames;
-  fbb.Finish(shard.BuildWeights(fbb, {partition}, &frames));
-  CATCH_REQUIRE(frames.size() == 1);
-  const auto* data = static_cast<const float*>(frames[0].data());
-  return Floats(data, data + frames[0].size() / sizeof(float));
+
+  const wire::Weights& body() const {
+    return *flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer());
+  }
+};
+
+// Builds the reply to a pull of `partitions` once the work queued before it has run.
+inline std::unique_ptr<BuiltWeights> Build(Shard& shard, const std::vector<uint32_t>& partitions,
+                                           wire::DType dtype = wire::DType::F32) {
+  auto built = std::make_unique<BuiltWeights>();
+  bool done = false;
+  shard.BuildWeights(partitions, dtype, [&](Shard::WeightsReply& reply) {
+    built->fbb.Finish(reply.Write(built->fbb));
+    built->frames = std::move(reply.frames);
+    done = true;
+  });
+  shard.workers().Flush();
+  CATCH_REQUIRE(done);
+  return built;
+}
+
+// The weights of one partition, copied out of a Weights reply.
+inline Floats WeightsOf(Shard& shard, uint32_t partition) {
+  auto built = Build(shard, {partition});
+  CATCH_REQUIRE(built->frames.size() == 1);
+  const auto* data = static_cast<const float*>(built->frames[0].data());
+  return Floats(data, data + built->frames[0].size() / sizeof(float));
 }
 
 }  // namespace testing

@@ -86,13 +86,15 @@ std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
 void CheckEquivalence(const OptimizerOptions& options,
                       const std::function<std::unique_ptr<torch::optim::Optimizer>(
                           std::vector<torch::Tensor>)>& make_optimizer,
-                      const Splits& splits = kEven) {
+                      const Splits& splits = kEven, size_t server_threads = 1) {
   auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(data.ok());
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 2, kTrainers);
   job.optimizer = options;
   job.partition_bytes = 256 << 10;  // fc1 alone is 7 partitions, spread over both servers
-  testing::LocalCluster cluster(job);
+  ServerOptions server_options;
+  server_options.threads = server_threads;
+  testing::LocalCluster cluster(job, server_options);
   CATCH_REQUIRE(cluster.Start().ok());
 
   std::vector<std::future<Result<std::vector<torch::Tensor>>>> trainers;
@@ -126,6 +128,20 @@ void CheckEquivalence(const OptimizerOptions& options,
   }
 }
 
+// SGD at lr 0.05 with momentum 0.9, against torch::optim::SGD.
+void CheckSgdWithMomentum(const Splits& splits, size_t server_threads) {
+  OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  options.lr = 0.05;
+  options.momentum = 0.9;
+  CheckEquivalence(
+      options,
+      [&](std::vector<torch::Tensor> params) {
+        return std::make_unique<torch::optim::SGD>(
+            params, torch::optim::SGDOptions(options.lr).momentum(options.momentum));
+      },
+      splits, server_threads);
+}
+
 }  // namespace
 
 CATCH_TEST_CASE("Two trainers in sync mode with SGD and momentum equal one process on the concatenated batches",
@@ -142,6 +158,11 @@ CATCH_TEST_CASE("Two trainers in sync mode with SGD and momentum equal one proce
   });
 }
 
+CATCH_TEST_CASE("Two trainers in sync mode on servers with 3 worker threads equal one process",
+                "[ps][sync][threads]") {
+  CheckSgdWithMomentum(kEven, /*server_threads=*/3);
+}
+
 CATCH_TEST_CASE("Two trainers in sync mode with Adam equal one process on the concatenated batches",
                 "[ps][sync]") {
   OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kAdam);
@@ -153,16 +174,7 @@ CATCH_TEST_CASE("Two trainers in sync mode with Adam equal one process on the co
 
 CATCH_TEST_CASE("Trainers whose shares of the global batch change every step equal one process",
                 "[ps][sync][balance]") {
-  OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
-  options.lr = 0.05;
-  options.momentum = 0.9;
-  CheckEquivalence(
-      options,
-      [&](std::vector<torch::Tensor> params) {
-        return std::make_unique<torch::optim::SGD>(
-            params, torch::optim::SGDOptions(options.lr).momentum(options.momentum));
-      },
-      kChanging);
+  CheckSgdWithMomentum(kChanging, /*server_threads=*/1);
 }
 
 }  // namespace hetps

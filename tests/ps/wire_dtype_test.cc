@@ -32,7 +32,9 @@ Floats Widen(const std::vector<uint16_t>& packed, wire::DType dtype) {
 WireMessage NarrowPush(uint64_t clock, uint32_t batch, const Floats& grad, wire::DType dtype) {
   WireMessage push = MakePush(clock, batch, {0, 2}, {}, dtype);
   const std::vector<uint16_t> packed = Narrow(grad, dtype);
-  for (int i = 0; i < 2; ++i) push.frames.emplace_back(packed.data(), packed.size() * sizeof(uint16_t));
+  for (int i = 0; i < 2; ++i) {
+    push.frames->emplace_back(packed.data(), packed.size() * sizeof(uint16_t));
+  }
   return push;
 }
 
@@ -62,10 +64,9 @@ CATCH_TEST_CASE("A sync round of 16-bit gradients applies exactly the widened va
       CATCH_CHECK(WeightsOf(*shard, 2) == expected);
 
       // The reply narrows the float32 master weights.
-      flatbuffers::FlatBufferBuilder fbb;
-      std::vector<zmq::message_t> frames;
-      fbb.Finish(shard->BuildWeights(fbb, {0}, &frames, dtype));
-      const auto* weights = flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer());
+      auto built = Build(*shard, {0}, dtype);
+      const auto* weights = &built->body();
+      const std::vector<zmq::message_t>& frames = built->frames;
       CATCH_CHECK(weights->dtype() == dtype);
       CATCH_REQUIRE(frames.size() == 1);
       CATCH_REQUIRE(frames[0].size() == kLength * 2);
