@@ -5,23 +5,26 @@
 #include <numeric>
 
 namespace hetps {
-namespace {
 
-constexpr double kSmoothing = 0.5;  // weight of the newest report in the moving average
+Balancer::Balancer(uint32_t global_batch, double min_relative_change)
+    : global_batch_(global_batch), min_relative_change_(min_relative_change) {}
 
-}  // namespace
+void Balancer::Observe(uint32_t rank, double samples, double compute_seconds) {
+  if (!(samples > 0) || !(compute_seconds > 0) || !std::isfinite(samples / compute_seconds)) return;
+  Sums& sums = speeds_[rank];
+  ++sums.reports;
+  if (sums.reports == 1) return;  // warm-up: start-up costs are in the first report
+  // Weighting by time rather than by report: a report of many steps counts for more than one of
+  // a single step, and reporting more often does not shorten the memory.
+  const double keep = std::exp2(-compute_seconds / kHalfLifeSeconds);
+  sums.samples = keep * sums.samples + samples;
+  sums.seconds = keep * sums.seconds + compute_seconds;
+}
 
-Balancer::Balancer(uint32_t global_batch, uint32_t min_change)
-    : global_batch_(global_batch), min_change_(std::max<uint32_t>(min_change, 1)) {}
-
-void Balancer::Observe(uint32_t rank, double samples_per_second) {
-  if (!(samples_per_second > 0) || !std::isfinite(samples_per_second)) return;
-  Speed& speed = speeds_[rank];
-  ++speed.reports;
-  if (speed.reports == 1) return;  // warm-up: start-up costs are in the first report
-  speed.average = speed.reports == 2
-                      ? samples_per_second
-                      : kSmoothing * samples_per_second + (1 - kSmoothing) * speed.average;
+double Balancer::Speed(uint32_t rank) const {
+  auto it = speeds_.find(rank);
+  if (it == speeds_.end() || it->second.reports < 2) return 0;
+  return it->second.samples / it->second.seconds;
 }
 
 void Balancer::Forget(uint32_t rank) { speeds_.erase(rank); }
@@ -55,20 +58,21 @@ std::optional<std::map<uint32_t, uint32_t>> Balancer::Propose(
   if (ranks.empty() || global_batch_ < ranks.size()) return std::nullopt;
   std::vector<double> weights;
   for (uint32_t rank : ranks) {
-    auto it = speeds_.find(rank);
-    if (it == speeds_.end() || it->second.reports < 2) return std::nullopt;
-    weights.push_back(it->second.average);
+    const double speed = Speed(rank);
+    if (speed <= 0) return std::nullopt;
+    weights.push_back(speed);
   }
   const std::vector<uint32_t> split = Split(global_batch_, weights);
   std::map<uint32_t, uint32_t> proposal;
-  uint32_t moved = 0;
+  bool enough = false;
   for (size_t i = 0; i < ranks.size(); ++i) {
     proposal[ranks[i]] = split[i];
     auto it = current.find(ranks[i]);
-    const uint32_t before = it == current.end() ? 0 : it->second;
-    if (split[i] > before) moved += split[i] - before;  // samples that change trainer
+    const double before = it == current.end() ? 0 : it->second;
+    const double change = std::abs(split[i] - before);
+    enough = enough || (change >= 1 && change >= min_relative_change_ * before);
   }
-  if (moved < min_change_) return std::nullopt;
+  if (!enough) return std::nullopt;
   return proposal;
 }
 

@@ -42,7 +42,7 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
       display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {
   if (job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) {
-    balancer_.emplace(job_.global_batch_size, std::max<uint32_t>(2, job_.global_batch_size / 20));
+    balancer_.emplace(job_.global_batch_size);
   }
 }
 
@@ -143,12 +143,14 @@ void Scheduler::Handle(Message message) {
       return HandleChunkRequest(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
+      const uint64_t new_samples = p->samples() - std::min(p->samples(), member->progress.samples);
       member->progress = {p->epoch(),        p->clock(),
                           p->samples(),      p->loss(),
                           p->samples_per_second(), p->weight_version(),
                           p->compute_samples_per_second(), p->batch_size()};
       if (balancer_) {
-        balancer_->Observe(member->rank, p->compute_samples_per_second());
+        const double rate = p->compute_samples_per_second();
+        if (rate > 0) balancer_->Observe(member->rank, new_samples, new_samples / rate);
         MaybeRebalance();
       }
       MaybeRequestSnapshot();
