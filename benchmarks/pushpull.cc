@@ -5,7 +5,7 @@
 // memcpy of the model.
 //
 //   hetps-bench-pushpull [--mib 4,64,256] [--servers 1,2] [--seconds 3] [--wire-dtype fp32]
-//                        [--json FILE]
+//                        [--server-threads 1] [--json FILE]
 // Prints a markdown table; --json writes one object per case, `ratio` being hetps round trips
 // per second over the echo's.
 #include <algorithm>
@@ -145,7 +145,8 @@ struct Figures {
   double hetps_rounds = 0, echo_rounds = 0, memcpy_gbps = 0;
 };
 
-Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype) {
+Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype,
+                size_t server_threads) {
   const size_t floats = static_cast<size_t>(mib) << 18;
   const std::vector<hetps::TensorInfo> model = {{"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
   hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, servers, 1);
@@ -161,7 +162,9 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
   const std::vector<float*> weight_ptrs = {weights.data()};
   std::vector<std::vector<size_t>> frames(servers);
   {
-    hetps::testing::LocalCluster cluster(job);
+    hetps::ServerOptions server_options;
+    server_options.threads = server_threads;
+    hetps::testing::LocalCluster cluster(job, server_options);
     Status status = cluster.Start();
     if (!status.ok()) std::exit(hetps::FatalError("hetps-bench-pushpull", status));
     hetps::testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
@@ -198,6 +201,7 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
 int main(int argc, char** argv) {
   std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32";
   double seconds = 3;
+  size_t server_threads = 1;
   CLI::App app("Push-pull round trips of the real client and servers against a bare ZeroMQ echo.",
                "hetps-bench-pushpull");
   app.add_option("--mib", mib_list, "Model sizes in MiB of float32, comma-separated")->default_val(mib_list);
@@ -206,6 +210,8 @@ int main(int argc, char** argv) {
       ->default_val(seconds)->check(CLI::Range(0.1, 600.0));
   app.add_option("--wire-dtype", dtype_name, "fp32 | bf16 | fp16")
       ->default_val(dtype_name)->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+  app.add_option("--server-threads", server_threads, "Worker threads per server (hetps-server --threads)")
+      ->default_val(server_threads)->check(CLI::Range(1, 256));
   app.add_option("--json", json_path, "Write the figures as JSON here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   const auto sizes = ParseList("--mib", mib_list);
@@ -219,7 +225,7 @@ int main(int argc, char** argv) {
   std::string json = "[\n";
   for (int servers : server_counts) {
     for (int mib : sizes) {
-      const Figures f = Measure(mib, servers, seconds, wire_dtype);
+      const Figures f = Measure(mib, servers, seconds, wire_dtype, server_threads);
       const double wire_bytes = static_cast<double>(size_t{1} << 20) * mib * hetps::DTypeSize(wire_dtype) / 4;
       const double gbps = f.hetps_rounds * wire_bytes / 1e9;
       const double ratio = f.hetps_rounds / f.echo_rounds;
@@ -228,11 +234,11 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
       char line[512];
       std::snprintf(line, sizeof(line),
-                    "  {\"model_mib\": %d, \"servers\": %d, \"wire_dtype\": \"%s\", "
+                    "  {\"model_mib\": %d, \"servers\": %d, \"server_threads\": %zu, \"wire_dtype\": \"%s\", "
                     "\"round_trips_per_second\": %.3f, \"gb_per_second_each_way\": %.3f, "
                     "\"echo_round_trips_per_second\": %.3f, \"ratio\": %.3f, \"memcpy_gb_per_second\": %.3f},\n",
-                    mib, servers, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio,
-                    f.memcpy_gbps);
+                    mib, servers, server_threads, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds,
+                    ratio, f.memcpy_gbps);
       json += line;
     }
   }

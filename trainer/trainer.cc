@@ -133,7 +133,6 @@ class Trainer::Session {
   std::unique_ptr<PsClient> client_;
   std::unique_ptr<ChunkSampler> sampler_;
   Pacer pacer_{options_.slowdown};
-  bool overlap_ = false;              // gradients are pushed from the autograd hook
   std::thread::id loop_thread_;       // the thread that owns the sockets
   bool in_backward_ = false;
   std::vector<bool> pushed_;          // per tensor, in the step under way
@@ -264,9 +263,9 @@ Status Trainer::Session::Setup() {
                                             job_.request_timeout);
   // Hooks run on the thread that calls backward only on the CPU; elsewhere they would run on a
   // device thread that may not touch this trainer's sockets.
-  overlap_ = options_.overlap && device_.is_cpu();
+  const bool overlap = options_.overlap && device_.is_cpu();
   loop_thread_ = std::this_thread::get_id();
-  if (overlap_) {
+  if (overlap) {
     buffers_->SetGradientHook([this](size_t tensor, const torch::Tensor& grad) { OnGradient(tensor, grad); });
   }
 
@@ -277,7 +276,8 @@ Status Trainer::Session::Setup() {
   if (!pulled.ok()) return pulled.status();
   buffers_->CommitWeights();
   weight_version_ = pulled->weight_version;
-  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts";
+  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts, pushing "
+                  << (overlap ? "each gradient as backward produces it" : "the gradients after backward");
   return Status::Ok();
 }
 
