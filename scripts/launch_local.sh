@@ -14,6 +14,7 @@
 #   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
+#   --no-overlap          push gradients after backward, not each as backward produces it
 # Server options:
 #   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
 # Launcher options:
@@ -32,6 +33,7 @@ data_dir=/usr/share/datasets/fashion-mnist
 threads=1
 server_threads=1
 slowdown=()
+trainer_flags=()
 progress=auto
 scheduler_flags=()
 
@@ -49,6 +51,7 @@ while (($#)); do
     --threads) need_value "$@"; threads=$2; shift 2 ;;
     --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
+    --no-overlap) trainer_flags+=(--no-overlap); shift ;;
     --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --progress) need_value "$@"; progress=$2; shift 2 ;;
@@ -147,7 +150,8 @@ for ((i = 0; i < servers; i++)); do
 done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}"
+    --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
+    ${trainer_flags[@]+"${trainer_flags[@]}"}
 done
 
 # Watch until the scheduler ends the job, or a member fails on its own. (Polling rather than
