@@ -4,7 +4,9 @@
 // writes the run summary.
 //
 // Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
-// that calls it. endpoint() may be read after Start() from any thread.
+// that calls it. endpoint() may be read after Start() from any thread. The class is defined in
+// three files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
+// scheduler_evaluations.cc and scheduler_report.cc (run summary, progress).
 #pragma once
 
 #include <atomic>

@@ -1,0 +1,103 @@
+// What the scheduler reports: the run summary and the progress display, both read off the
+// members' latest progress and the servers' counters. Part of the Scheduler class
+// (scheduler/scheduler.h), on its loop thread like the rest.
+#include <algorithm>
+
+#include "scheduler/scheduler.h"
+
+namespace hetps {
+
+void Scheduler::FillSummary() {
+  RunSummary& s = summary_;
+  s.ok = !failed_;
+  s.error = failure_;
+  s.mode = ModeName(job_.mode);
+  s.model = job_.model;
+  s.optimizer = OptimizerKindName(job_.optimizer.kind);
+  s.epochs = job_.epochs;
+  s.global_batch_size = job_.global_batch_size;
+  s.servers = job_.servers;
+  s.trainers = job_.trainers;
+  const bool started = training_started_ != Clock::time_point{};
+  s.wall_seconds = started ? SecondsSince(training_started_) : 0;
+  const auto train_end = all_done_ != Clock::time_point{} ? all_done_ : Clock::now();
+  s.train_seconds = started ? std::chrono::duration<double>(train_end - training_started_).count() : 0;
+  uint64_t samples = 0;
+  s.trainer_details.clear();
+  s.batch_share.clear();
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) {
+    samples += t->progress.samples;
+    const uint32_t batch = t->progress.batch_size != 0
+                               ? t->progress.batch_size
+                               : EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank);
+    s.trainer_details.push_back({t->rank, t->host, t->device, batch, t->progress.clock,
+                                 t->progress.samples, t->alive});
+    s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
+  }
+  s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
+  s.samples_completed = chunks_.completed_samples();
+  s.server_details.clear();
+  s.weight_version = 0;
+  for (Member* m : members_.Members(wire::Role::Server, false)) {
+    const ServerCounters& c = m->counters;
+    s.server_details.push_back({m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
+    s.weight_version = std::max(s.weight_version, c.version);
+  }
+  s.staleness = Staleness(&s.max_clock_gap);
+  for (const Evaluation& e : s.evaluations) {
+    if (e.final) {
+      s.final_test_loss = e.test_loss;
+      s.final_test_accuracy = e.test_accuracy;
+    }
+  }
+}
+
+StalenessSummary Scheduler::Staleness(uint64_t* max_clock_gap) {
+  std::vector<uint64_t> counts;
+  uint64_t max = 0;
+  *max_clock_gap = 0;
+  for (Member* m : members_.Members(wire::Role::Server, false)) {
+    const ServerCounters& c = m->counters;
+    if (counts.size() < c.staleness_counts.size()) counts.resize(c.staleness_counts.size());
+    for (size_t k = 0; k < c.staleness_counts.size(); ++k) counts[k] += c.staleness_counts[k];
+    max = std::max(max, c.staleness_max);
+    *max_clock_gap = std::max(*max_clock_gap, c.max_clock_gap);
+  }
+  return SummarizeStaleness(counts, max);
+}
+
+void Scheduler::ShowProgress(bool force) {
+  if (options_.progress_out == nullptr) return;
+  static const char* kPhaseNames[] = {"waiting for members", "starting", "training",
+                                      "final evaluation", "shutting down"};
+  JobView view;
+  view.mode = ModeName(job_.mode);
+  view.model = job_.model;
+  view.epochs = job_.epochs;
+  view.servers = job_.servers;
+  view.samples_per_epoch = chunks_.samples();
+  view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
+  view.phase = kPhaseNames[static_cast<int>(phase_)];
+  if (job_.mode != ConsistencyMode::kSync) {
+    uint64_t gap = 0;
+    const StalenessSummary staleness = Staleness(&gap);
+    char text[160];
+    std::snprintf(text, sizeof(text), "staleness p50 %llu p99 %llu max %llu, clock gap %llu",
+                  static_cast<unsigned long long>(staleness.p50),
+                  static_cast<unsigned long long>(staleness.p99),
+                  static_cast<unsigned long long>(staleness.max),
+                  static_cast<unsigned long long>(gap));
+    view.detail = text;
+  }
+  std::vector<const Member*> trainers;
+  for (Member* t : members_.Members(wire::Role::Trainer, false)) trainers.push_back(t);
+  if (phase_ == Phase::kGathering && !force) {
+    // Nothing moves yet; a plain line now and then says what is awaited.
+    view.phase = "waiting for members: " + std::to_string(members_.Count(wire::Role::Server)) + "/" +
+                 std::to_string(job_.servers) + " servers, " + std::to_string(trainers.size()) + "/" +
+                 std::to_string(job_.trainers) + " trainers";
+  }
+  display_.Show(ProgressLines(view, trainers), force);
+}
+
+}  // namespace hetps
