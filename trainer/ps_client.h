@@ -71,6 +71,8 @@ class PsClient {
   // Sends tensor `tensor`'s gradient (a host buffer of its elements, kept alive by `owner` until
   // sent) with whatever else is ready for the same servers, once enough bytes are ready.
   Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
+  // Whether tensor `tensor`'s gradient has been pushed in the step under way.
+  bool Pushed(size_t tensor) const { return step_pushed_[tensor]; }
   Result<PullResult> FinishStep(const std::vector<float*>& weights);
 
   // ssp: tells every server that this trainer, at `clock`, has no data for now, so no pull waits

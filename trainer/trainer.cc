@@ -135,7 +135,6 @@ class Trainer::Session {
   Pacer pacer_{options_.slowdown};
   std::thread::id loop_thread_;       // the thread that owns the sockets
   bool in_backward_ = false;
-  std::vector<bool> pushed_;          // per tensor, in the step under way
   Status push_status_;                // the first failed push of the step under way
 
   uint32_t epoch_ = 0;
@@ -336,7 +335,6 @@ Status Trainer::Session::TrainEpochs() {
 
 Status Trainer::Session::Compute(const std::vector<int64_t>& indices) {
   pacer_.Start();
-  pushed_.assign(map_->tensors().size(), false);
   push_status_ = Status::Ok();
   try {
     Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
@@ -355,8 +353,8 @@ Status Trainer::Session::Compute(const std::vector<int64_t>& indices) {
   HETPS_RETURN_IF_ERROR(push_status_);
   pacer_.Wait();
   // Whatever the hooks did not push: everything without overlap, a parameter without gradient.
-  for (size_t t = 0; t < pushed_.size(); ++t) {
-    if (pushed_[t]) continue;
+  for (size_t t = 0; t < map_->tensors().size(); ++t) {
+    if (client_->Pushed(t)) continue;
     auto [data, owner] = buffers_->HostGradient(t);
     HETPS_RETURN_IF_ERROR(client_->PushTensor(t, data, std::move(owner)));
   }
@@ -368,7 +366,6 @@ void Trainer::Session::OnGradient(size_t tensor, const torch::Tensor& grad) {
   if (!in_backward_ || !push_status_.ok() || std::this_thread::get_id() != loop_thread_) return;
   pacer_.Wait();
   auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
-  pushed_[tensor] = true;
   push_status_ = client_->PushTensor(tensor, held->data_ptr<float>(), held);
 }
 

@@ -44,14 +44,13 @@ Result<Run> Train(testing::LocalCluster& cluster, const Dataset& data, uint64_t 
   if (!pulled.ok()) return pulled.status();
 
   Run run;
-  std::vector<bool> pushed;
+  const size_t tensors = (*buffers)->signature().size();
   Status push_status;
   if (stream) {
     (*buffers)->SetGradientHook([&](size_t tensor, const torch::Tensor& grad) {
       auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
-      pushed[tensor] = true;
       if (push_status.ok()) push_status = client.PushTensor(tensor, held->data_ptr<float>(), held);
-      if (run.hook_order.size() < pushed.size()) run.hook_order.push_back(tensor);
+      if (run.hook_order.size() < tensors) run.hook_order.push_back(tensor);
     });
   }
   for (int step = 0; step < kSteps; ++step) {
@@ -59,12 +58,11 @@ Result<Run> Train(testing::LocalCluster& cluster, const Dataset& data, uint64_t 
     std::iota(rows.begin(), rows.end(), int64_t{(step * kTrainers + trainer.rank()) * kBatch});
     Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
     (*buffers)->ClearGradients();
-    pushed.assign((*buffers)->signature().size(), false);
     client.BeginStep(step, kBatch);
     torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
     HETPS_RETURN_IF_ERROR(push_status);
-    for (size_t t = 0; t < pushed.size(); ++t) {
-      if (pushed[t]) continue;
+    for (size_t t = 0; t < tensors; ++t) {
+      if (client.Pushed(t)) continue;
       auto [grad, owner] = (*buffers)->HostGradient(t);
       HETPS_RETURN_IF_ERROR(client.PushTensor(t, grad, std::move(owner)));
     }
