@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
                "hetps-bench-apply");
   app.add_option("--mib", mib, "MiB of float32 parameters")->default_val(mib)->check(CLI::Range(1, 4096));
   app.add_option("--repeats", repeats, "Timed repetitions; the best counts")
-      ->default_val(repeats)->check(CLI::Range(1, 1000));
+      ->default_val(repeats)
+      ->check(CLI::Range(1, 1000));
   app.add_option("--threads", thread_list, "Thread counts to measure, comma-separated")
       ->default_val(thread_list);
   app.add_option("--json", json_path, "Write the figures as JSON here");
@@ -110,8 +111,9 @@ int main(int argc, char** argv) {
   try {
     thread_counts = ParseThreads(thread_list);
   } catch (const std::exception&) {
-    return hetps::FatalError("hetps-bench-apply", hetps::Status::InvalidArgument(
-                                                      "--threads: '" + thread_list + "' is not a list of counts"));
+    return hetps::FatalError(
+        "hetps-bench-apply",
+        hetps::Status::InvalidArgument("--threads: '" + thread_list + "' is not a list of counts"));
   }
   at::set_num_interop_threads(1);
 
@@ -121,12 +123,15 @@ int main(int argc, char** argv) {
   std::fill(source.begin(), source.end(), 1.0f);
   std::fill(target.begin(), target.end(), 0.0f);
 
-  std::printf("| optimizer | threads | floats touched per parameter | GB/s | bandwidth bound GB/s | "
-              "of bound | torch::optim GB/s | vs torch::optim |\n");
+  std::printf(
+      "| optimizer | threads | floats touched per parameter | GB/s | bandwidth bound GB/s | "
+      "of bound | torch::optim GB/s | vs torch::optim |\n");
   std::printf("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   std::string json = "[\n";
   for (int threads : thread_counts) {
-    if (threads < 1) return hetps::FatalError("hetps-bench-apply", hetps::Status::InvalidArgument("--threads: counts must be >= 1"));
+    if (threads < 1)
+      return hetps::FatalError("hetps-bench-apply",
+                               hetps::Status::InvalidArgument("--threads: counts must be >= 1"));
     at::set_num_threads(threads);
     // The bound: a copy reads and writes n floats each, on the same threads.
     const double copy_seconds = Best(repeats, [&] {
@@ -146,8 +151,9 @@ int main(int argc, char** argv) {
       const double seconds = Best(repeats, [&] {
         ++step;
         Parallel(n, threads, [&](size_t b, size_t e) {
-          (*optimizer)->Apply(weights.data() + b, grad.data() + b, 1.0f,
-                              slots == 0 ? nullptr : state.data() + b * slots, e - b, step, 1.0f);
+          (*optimizer)
+              ->Apply(weights.data() + b, grad.data() + b, 1.0f,
+                      slots == 0 ? nullptr : state.data() + b * slots, e - b, step, 1.0f);
         });
       });
       const double touched = 3.0 + 2.0 * slots;  // read w, g and the state; write w and the state
@@ -160,8 +166,8 @@ int main(int argc, char** argv) {
       const double torch_seconds = Best(repeats, [&] { torch_optimizer->step(); });
       const double torch_gbps = touched * n * sizeof(float) / torch_seconds / 1e9;
 
-      std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2fx |\n", c.name, threads, touched,
-                  gbps, bound, gbps / bound, torch_gbps, torch_seconds / seconds);
+      std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.2fx |\n", c.name, threads, touched, gbps,
+                  bound, gbps / bound, torch_gbps, torch_seconds / seconds);
       char line[512];
       std::snprintf(line, sizeof(line),
                     "  {\"optimizer\": \"%s\", \"threads\": %d, \"mib\": %d, \"floats_touched\": %.0f, "

@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   for (int k = 0; k < 10; ++k) step(k);  // warm-up: allocator, OpenMP, caches
   const auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < steps; ++k) step(k + 10);
-  const double train_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double train_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   torch::NoGradGuard no_grad;
   (*model)->eval();
@@ -67,10 +68,12 @@ int main(int argc, char** argv) {
     (*model)->forward(b.input).argmax(1).sum().item<int64_t>();
     evaluated += count;
   }
-  const double eval_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
-  std::printf("{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"train_samples_per_second\": %.1f, "
-              "\"eval_batch\": %d, \"eval_images_per_second\": %.1f}\n",
-              model_name.c_str(), batch, threads, steps * batch / train_seconds, eval_batch,
-              evaluated / eval_seconds);
+  const double eval_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
+  std::printf(
+      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"train_samples_per_second\": %.1f, "
+      "\"eval_batch\": %d, \"eval_images_per_second\": %.1f}\n",
+      model_name.c_str(), batch, threads, steps * batch / train_seconds, eval_batch,
+      evaluated / eval_seconds);
   return 0;
 }

@@ -45,8 +45,8 @@ std::vector<int> ParseList(const std::string& flag, const std::string& list) {
     const size_t comma = std::min(list.find(',', start), list.size());
     const int value = std::atoi(list.substr(start, comma - start).c_str());
     if (value < 1) {
-      std::fprintf(stderr, "hetps-bench-pushpull: %s: '%s' is not a list of positive numbers\n",
-                   flag.c_str(), list.c_str());
+      std::fprintf(stderr, "hetps-bench-pushpull: %s: '%s' is not a list of positive numbers\n", flag.c_str(),
+                   list.c_str());
       std::exit(2);
     }
     values.push_back(value);
@@ -107,7 +107,8 @@ class Echo {
     for (size_t s = 0; s < frames_.size(); ++s) {
       for (size_t f = 0; f < frames_[s].size(); ++f) {
         std::vector<zmq::message_t> reply;
-        if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply))) return Status::Internal("echo lost");
+        if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply)))
+          return Status::Internal("echo lost");
       }
     }
     return Status::Ok();
@@ -145,10 +146,10 @@ struct Figures {
   double hetps_rounds = 0, echo_rounds = 0, memcpy_gbps = 0;
 };
 
-Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype,
-                size_t server_threads) {
+Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype, size_t server_threads) {
   const size_t floats = static_cast<size_t>(mib) << 18;
-  const std::vector<hetps::TensorInfo> model = {{"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
+  const std::vector<hetps::TensorInfo> model = {
+      {"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
   hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, servers, 1);
   job.wire_dtype = wire_dtype;
   job.optimizer.lr = 1e-6;
@@ -207,11 +208,14 @@ int main(int argc, char** argv) {
   app.add_option("--mib", mib_list, "Model sizes in MiB of float32, comma-separated")->default_val(mib_list);
   app.add_option("--servers", server_list, "Server counts, comma-separated")->default_val(server_list);
   app.add_option("--seconds", seconds, "Seconds timed per case and baseline")
-      ->default_val(seconds)->check(CLI::Range(0.1, 600.0));
+      ->default_val(seconds)
+      ->check(CLI::Range(0.1, 600.0));
   app.add_option("--wire-dtype", dtype_name, "fp32 | bf16 | fp16")
-      ->default_val(dtype_name)->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
+      ->default_val(dtype_name)
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--server-threads", server_threads, "Worker threads per server (hetps-server --threads)")
-      ->default_val(server_threads)->check(CLI::Range(1, 256));
+      ->default_val(server_threads)
+      ->check(CLI::Range(1, 256));
   app.add_option("--json", json_path, "Write the figures as JSON here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   const auto sizes = ParseList("--mib", mib_list);
@@ -219,8 +223,9 @@ int main(int argc, char** argv) {
   const hetps::wire::DType wire_dtype = *hetps::ParseWireDType(dtype_name);
   hetps::SetLogLevel(hetps::LogLevel::kWarning);
 
-  std::printf("| model MiB | servers | wire | hetps round trips/s | GB/s each way | echo round trips/s | "
-              "hetps / echo | memcpy GB/s |\n");
+  std::printf(
+      "| model MiB | servers | wire | hetps round trips/s | GB/s each way | echo round trips/s | "
+      "hetps / echo | memcpy GB/s |\n");
   std::printf("| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: |\n");
   std::string json = "[\n";
   for (int servers : server_counts) {
@@ -229,16 +234,17 @@ int main(int argc, char** argv) {
       const double wire_bytes = static_cast<double>(size_t{1} << 20) * mib * hetps::DTypeSize(wire_dtype) / 4;
       const double gbps = f.hetps_rounds * wire_bytes / 1e9;
       const double ratio = f.hetps_rounds / f.echo_rounds;
-      std::printf("| %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", mib, servers,
-                  dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio, f.memcpy_gbps);
+      std::printf("| %d | %d | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", mib, servers, dtype_name.c_str(),
+                  f.hetps_rounds, gbps, f.echo_rounds, ratio, f.memcpy_gbps);
       std::fflush(stdout);
       char line[512];
-      std::snprintf(line, sizeof(line),
-                    "  {\"model_mib\": %d, \"servers\": %d, \"server_threads\": %zu, \"wire_dtype\": \"%s\", "
-                    "\"round_trips_per_second\": %.3f, \"gb_per_second_each_way\": %.3f, "
-                    "\"echo_round_trips_per_second\": %.3f, \"ratio\": %.3f, \"memcpy_gb_per_second\": %.3f},\n",
-                    mib, servers, server_threads, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds,
-                    ratio, f.memcpy_gbps);
+      std::snprintf(
+          line, sizeof(line),
+          "  {\"model_mib\": %d, \"servers\": %d, \"server_threads\": %zu, \"wire_dtype\": \"%s\", "
+          "\"round_trips_per_second\": %.3f, \"gb_per_second_each_way\": %.3f, "
+          "\"echo_round_trips_per_second\": %.3f, \"ratio\": %.3f, \"memcpy_gb_per_second\": %.3f},\n",
+          mib, servers, server_threads, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio,
+          f.memcpy_gbps);
       json += line;
     }
   }

@@ -27,10 +27,10 @@ struct ShutdownNotice {
 class ControlChannel {
  public:
   struct Options {
-    std::string scheduler;                                    // e.g. tcp://127.0.0.1:7400
-    std::chrono::milliseconds connect_timeout{60000};         // give up joining after this
-    std::chrono::milliseconds heartbeat_interval{1000};       // replaced by the scheduler's value
-    std::chrono::milliseconds scheduler_timeout{30000};       // replaced by the scheduler's value
+    std::string scheduler;                               // e.g. tcp://127.0.0.1:7400
+    std::chrono::milliseconds connect_timeout{60000};    // give up joining after this
+    std::chrono::milliseconds heartbeat_interval{1000};  // replaced by the scheduler's value
+    std::chrono::milliseconds scheduler_timeout{30000};  // replaced by the scheduler's value
   };
 
   // What a member tells the scheduler about itself when joining.

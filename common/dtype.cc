@@ -6,28 +6,44 @@ namespace hetps {
 
 size_t DTypeSize(wire::DType dtype) {
   switch (dtype) {
-    case wire::DType::F32: return 4;
-    case wire::DType::F16: return 2;
-    case wire::DType::BF16: return 2;
-    case wire::DType::F64: return 8;
-    case wire::DType::I64: return 8;
-    case wire::DType::I32: return 4;
-    case wire::DType::U8: return 1;
-    case wire::DType::Other: return 0;
+    case wire::DType::F32:
+      return 4;
+    case wire::DType::F16:
+      return 2;
+    case wire::DType::BF16:
+      return 2;
+    case wire::DType::F64:
+      return 8;
+    case wire::DType::I64:
+      return 8;
+    case wire::DType::I32:
+      return 4;
+    case wire::DType::U8:
+      return 1;
+    case wire::DType::Other:
+      return 0;
   }
   return 0;
 }
 
 const char* DTypeName(wire::DType dtype) {
   switch (dtype) {
-    case wire::DType::F32: return "float32";
-    case wire::DType::F16: return "float16";
-    case wire::DType::BF16: return "bfloat16";
-    case wire::DType::F64: return "float64";
-    case wire::DType::I64: return "int64";
-    case wire::DType::I32: return "int32";
-    case wire::DType::U8: return "uint8";
-    case wire::DType::Other: return "other";
+    case wire::DType::F32:
+      return "float32";
+    case wire::DType::F16:
+      return "float16";
+    case wire::DType::BF16:
+      return "bfloat16";
+    case wire::DType::F64:
+      return "float64";
+    case wire::DType::I64:
+      return "int64";
+    case wire::DType::I32:
+      return "int32";
+    case wire::DType::U8:
+      return "uint8";
+    case wire::DType::Other:
+      return "other";
   }
   return "other";
 }
@@ -76,7 +92,9 @@ uint16_t FloatToBf16(float value) {
   return static_cast<uint16_t>((bits + rounding) >> 16);
 }
 
-float Bf16ToFloat(uint16_t bits) { return FromBits(static_cast<uint32_t>(bits) << 16); }
+float Bf16ToFloat(uint16_t bits) {
+  return FromBits(static_cast<uint32_t>(bits) << 16);
+}
 
 uint16_t FloatToHalf(float value) {
   const uint32_t bits = Bits(value);
@@ -144,8 +162,7 @@ void UnpackFloats(const void* in, size_t n, wire::DType dtype, float* out) {
   }
 }
 
-void ScaleInto(const void* in, size_t n, wire::DType dtype, float scale, bool assign,
-               float* __restrict out) {
+void ScaleInto(const void* in, size_t n, wire::DType dtype, float scale, bool assign, float* __restrict out) {
   switch (dtype) {
     case wire::DType::BF16:
       return ScaleInto16<Bf16ToFloat>(in, n, scale, assign, out);

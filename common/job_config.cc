@@ -18,7 +18,9 @@ std::string Where(const std::string& source, const YAML::Node& node, const std::
   return source + ": " + key;
 }
 
-std::string Scalar(const YAML::Node& node) { return node.IsScalar() ? node.Scalar() : "<not a scalar>"; }
+std::string Scalar(const YAML::Node& node) {
+  return node.IsScalar() ? node.Scalar() : "<not a scalar>";
+}
 
 template <typename T>
 Status ReadInteger(const YAML::Node& node, const std::string& where, T min, T max, T* out) {
@@ -38,8 +40,8 @@ Status ReadInteger(const YAML::Node& node, const std::string& where, T min, T ma
     return Status::InvalidArgument(where + ": '" + text + "' is not a whole number");
   }
   if (value < static_cast<long double>(min) || value > static_cast<long double>(max)) {
-    return Status::InvalidArgument(where + ": " + text + " is out of range; allowed " +
-                                   std::to_string(min) + ".." + std::to_string(max));
+    return Status::InvalidArgument(where + ": " + text + " is out of range; allowed " + std::to_string(min) +
+                                   ".." + std::to_string(max));
   }
   *out = static_cast<T>(value);
   return Status::Ok();
@@ -59,9 +61,12 @@ Status ReadDouble(const YAML::Node& node, const std::string& where, double* out)
 
 Status ReadBool(const YAML::Node& node, const std::string& where, bool* out) {
   const std::string text = Scalar(node);
-  if (text == "true" || text == "yes" || text == "on") *out = true;
-  else if (text == "false" || text == "no" || text == "off") *out = false;
-  else return Status::InvalidArgument(where + ": '" + text + "' is not true or false");
+  if (text == "true" || text == "yes" || text == "on")
+    *out = true;
+  else if (text == "false" || text == "no" || text == "off")
+    *out = false;
+  else
+    return Status::InvalidArgument(where + ": '" + text + "' is not true or false");
   return Status::Ok();
 }
 
@@ -71,8 +76,8 @@ Status ReadString(const YAML::Node& node, const std::string& where, std::string*
   return Status::Ok();
 }
 
-Status ReadChoice(const YAML::Node& node, const std::string& where,
-                  const std::vector<std::string>& choices, std::string* out) {
+Status ReadChoice(const YAML::Node& node, const std::string& where, const std::vector<std::string>& choices,
+                  std::string* out) {
   HETPS_RETURN_IF_ERROR(ReadString(node, where, out));
   for (const std::string& c : choices) {
     if (*out == c) return Status::Ok();
@@ -164,23 +169,24 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   };
   const uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
   return {
-      {"model", [o](const YAML::Node& n, const std::string& w) {
+      {"model",
+       [o](const YAML::Node& n, const std::string& w) {
          return ReadChoice(n, w, {"mlp", "cnn"}, &o->model);
        }},
-      {"dataset", [o](const YAML::Node& n, const std::string& w) {
-         return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset);
-       }},
-      {"mode", [o](const YAML::Node& n, const std::string& w) {
+      {"dataset", [o](const YAML::Node& n,
+                      const std::string& w) { return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset); }},
+      {"mode",
+       [o](const YAML::Node& n, const std::string& w) {
          std::string name;
          HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async", "ssp"}, &name));
          o->mode = *ParseMode(name);
          return Status::Ok();
        }},
       {"staleness", u32(&o->staleness, 0, 10000)},
-      {"staleness_aware_lr", [o](const YAML::Node& n, const std::string& w) {
-         return ReadBool(n, w, &o->staleness_aware_lr);
-       }},
-      {"balance", [o](const YAML::Node& n, const std::string& w) {
+      {"staleness_aware_lr",
+       [o](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o->staleness_aware_lr); }},
+      {"balance",
+       [o](const YAML::Node& n, const std::string& w) {
          std::string name;
          HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"none", "speed"}, &name));
          o->balance = name == "speed" ? Balance::kSpeed : Balance::kNone;
@@ -188,10 +194,10 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
        }},
       {"epochs", u32(&o->epochs, 1, 1000)},
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
-      {"optimizer", [o, source](const YAML::Node& n, const std::string&) {
-         return ReadOptimizer(n, source, &o->optimizer);
-       }},
-      {"wire_dtype", [o](const YAML::Node& n, const std::string& w) {
+      {"optimizer", [o, source](const YAML::Node& n,
+                                const std::string&) { return ReadOptimizer(n, source, &o->optimizer); }},
+      {"wire_dtype",
+       [o](const YAML::Node& n, const std::string& w) {
          std::string name;
          HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"fp32", "bf16", "fp16"}, &name));
          o->wire_dtype = *ParseWireDType(name);
@@ -219,20 +225,28 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
 
 const char* ModeName(ConsistencyMode mode) {
   switch (mode) {
-    case ConsistencyMode::kSync: return "sync";
-    case ConsistencyMode::kAsync: return "async";
-    case ConsistencyMode::kSsp: return "ssp";
+    case ConsistencyMode::kSync:
+      return "sync";
+    case ConsistencyMode::kAsync:
+      return "async";
+    case ConsistencyMode::kSsp:
+      return "ssp";
   }
   return "?";
 }
 
-const char* BalanceName(Balance balance) { return balance == Balance::kSpeed ? "speed" : "none"; }
+const char* BalanceName(Balance balance) {
+  return balance == Balance::kSpeed ? "speed" : "none";
+}
 
 const char* WireDTypeName(wire::DType dtype) {
   switch (dtype) {
-    case wire::DType::BF16: return "bf16";
-    case wire::DType::F16: return "fp16";
-    default: return "fp32";
+    case wire::DType::BF16:
+      return "bf16";
+    case wire::DType::F16:
+      return "fp16";
+    default:
+      return "fp32";
   }
 }
 
@@ -252,18 +266,24 @@ Result<ConsistencyMode> ParseMode(const std::string& name) {
 
 wire::Mode ToWire(ConsistencyMode mode) {
   switch (mode) {
-    case ConsistencyMode::kSync: return wire::Mode::Sync;
-    case ConsistencyMode::kAsync: return wire::Mode::Async;
-    case ConsistencyMode::kSsp: return wire::Mode::Ssp;
+    case ConsistencyMode::kSync:
+      return wire::Mode::Sync;
+    case ConsistencyMode::kAsync:
+      return wire::Mode::Async;
+    case ConsistencyMode::kSsp:
+      return wire::Mode::Ssp;
   }
   return wire::Mode::Sync;
 }
 
 ConsistencyMode FromWire(wire::Mode mode) {
   switch (mode) {
-    case wire::Mode::Async: return ConsistencyMode::kAsync;
-    case wire::Mode::Ssp: return ConsistencyMode::kSsp;
-    default: return ConsistencyMode::kSync;
+    case wire::Mode::Async:
+      return ConsistencyMode::kAsync;
+    case wire::Mode::Ssp:
+      return ConsistencyMode::kSsp;
+    default:
+      return ConsistencyMode::kSync;
   }
 }
 
@@ -324,8 +344,8 @@ Status ValidateJobOptions(const JobOptions& o) {
         "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
   }
   if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync) {
-    return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") +
-                                   ModeName(o.mode) + "; other modes let each trainer run at its own pace");
+    return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") + ModeName(o.mode) +
+                                   "; other modes let each trainer run at its own pace");
   }
   return Status::Ok();
 }

@@ -21,7 +21,7 @@ enum class Balance { kNone, kSpeed };
 enum class ConsistencyMode { kSync, kAsync, kSsp };
 
 const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp"
-const char* BalanceName(Balance balance);     // "none", "speed"
+const char* BalanceName(Balance balance);    // "none", "speed"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
 const char* WireDTypeName(wire::DType dtype);
 Result<wire::DType> ParseWireDType(const std::string& name);
@@ -30,38 +30,38 @@ wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
 
 struct JobOptions {
-  std::string model = "cnn";                  // built-in model: mlp | cnn
-  std::string dataset = "fashion-mnist";      // the only data set for now
+  std::string model = "cnn";              // built-in model: mlp | cnn
+  std::string dataset = "fashion-mnist";  // the only data set for now
   ConsistencyMode mode = ConsistencyMode::kSync;
-  uint32_t staleness = 3;                     // ssp: a trainer runs at most this many clocks
-                                              // ahead of the slowest live one (0..10000)
-  bool staleness_aware_lr = false;            // async, ssp: divide each push's step by its
-                                              // staleness (at least 1)
-  Balance balance = Balance::kNone;           // sync: none (equal shares) | speed (shares in
-                                              // proportion to each trainer's measured speed)
-  uint32_t epochs = 1;                        // 1..1000
-  uint32_t global_batch_size = 64;            // samples per step over all trainers; each trainer
-                                              // takes an equal share (the first ones one more)
+  uint32_t staleness = 3;            // ssp: a trainer runs at most this many clocks
+                                     // ahead of the slowest live one (0..10000)
+  bool staleness_aware_lr = false;   // async, ssp: divide each push's step by its
+                                     // staleness (at least 1)
+  Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
+                                     // proportion to each trainer's measured speed)
+  uint32_t epochs = 1;               // 1..1000
+  uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
+                                     // takes an equal share (the first ones one more)
   OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
-  wire::DType wire_dtype = wire::DType::F32;  // gradients and weights in flight: fp32 | bf16 |
-                                              // fp16 (the servers keep float32 master weights)
-  uint64_t partition_bytes = 4u << 20;        // largest partition: 4 MiB (BytePS's best)
-  uint32_t servers = 1;                       // servers to wait for: 1..256
-  uint32_t trainers = 1;                      // trainers to wait for: 1..1024
+  wire::DType wire_dtype = wire::DType::F32;    // gradients and weights in flight: fp32 | bf16 |
+                                                // fp16 (the servers keep float32 master weights)
+  uint64_t partition_bytes = 4u << 20;          // largest partition: 4 MiB (BytePS's best)
+  uint32_t servers = 1;                         // servers to wait for: 1..256
+  uint32_t trainers = 1;                        // trainers to wait for: 1..1024
   std::string listen = "tcp://127.0.0.1:7400";  // scheduler's control endpoint
-  std::string summary;                        // run summary JSON path; empty: none
-  uint64_t seed = 1;                          // model initialisation and epoch order
-  uint32_t chunk_samples = 512;               // samples per data chunk handed to a trainer
-  uint64_t max_train_samples = 0;             // train on the first N samples only; 0: all
-  uint64_t eval_interval_samples = 0;         // also evaluate every N samples trained (over
-                                              // all trainers); 0: only after each epoch
-  uint32_t eval_batch_size = 250;             // batch for test-set evaluation (larger ones
-                                              // run slower on the CPU)
-  uint32_t heartbeat_interval_ms = 1000;      // members send a heartbeat this often
-  uint32_t heartbeat_timeout_ms = 10000;      // a member silent this long is declared dead
-  uint32_t join_timeout_s = 300;              // give up when members are missing this long
-  uint32_t request_timeout_ms = 120000;       // a trainer gives up on a server silent this long
-  uint32_t progress_interval_ms = 1000;       // how often trainers report, and the display redraws
+  std::string summary;                          // run summary JSON path; empty: none
+  uint64_t seed = 1;                            // model initialisation and epoch order
+  uint32_t chunk_samples = 512;                 // samples per data chunk handed to a trainer
+  uint64_t max_train_samples = 0;               // train on the first N samples only; 0: all
+  uint64_t eval_interval_samples = 0;           // also evaluate every N samples trained (over
+                                                // all trainers); 0: only after each epoch
+  uint32_t eval_batch_size = 250;               // batch for test-set evaluation (larger ones
+                                                // run slower on the CPU)
+  uint32_t heartbeat_interval_ms = 1000;        // members send a heartbeat this often
+  uint32_t heartbeat_timeout_ms = 10000;        // a member silent this long is declared dead
+  uint32_t join_timeout_s = 300;                // give up when members are missing this long
+  uint32_t request_timeout_ms = 120000;         // a trainer gives up on a server silent this long
+  uint32_t progress_interval_ms = 1000;         // how often trainers report, and the display redraws
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

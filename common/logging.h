@@ -43,7 +43,7 @@ class LogLine {
 #define HETPS_LOG_LEVEL_ERROR ::hetps::LogLevel::kError
 
 // A one-shot loop rather than if/else, so `if (x) HETPS_LOG(INFO) << y; else ...` stays correct.
-#define HETPS_LOG(level)                                                                 \
+#define HETPS_LOG(level)                                                                      \
   for (bool hetps_log_on_ = HETPS_LOG_LEVEL_##level >= ::hetps::GetLogLevel(); hetps_log_on_; \
-       hetps_log_on_ = false)                                                            \
+       hetps_log_on_ = false)                                                                 \
   ::hetps::internal::LogLine(HETPS_LOG_LEVEL_##level).stream()

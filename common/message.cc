@@ -16,8 +16,7 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes) {
   // hostile buffer make the verifier work hard.
   flatbuffers::Verifier verifier(bytes, size, /*max_depth=*/16, /*max_tables=*/1u << 20);
   if (!wire::VerifyEnvelopeBuffer(verifier)) {
-    return Status::Protocol("envelope of " + std::to_string(size) +
-                            " bytes fails FlatBuffers verification");
+    return Status::Protocol("envelope of " + std::to_string(size) + " bytes fails FlatBuffers verification");
   }
   const wire::Envelope* env = wire::GetEnvelope(bytes);
   if (env->body_type() == wire::Body::NONE || env->body() == nullptr) {
@@ -59,10 +58,14 @@ zmq::message_t Sender::MakeEmpty(wire::Body kind) {
 
 std::string DescribeSender(const wire::Envelope& env) {
   switch (env.role()) {
-    case wire::Role::Server: return "server " + std::to_string(env.sender());
-    case wire::Role::Trainer: return "trainer " + std::to_string(env.sender());
-    case wire::Role::Scheduler: return "scheduler";
-    default: return "unknown peer";
+    case wire::Role::Server:
+      return "server " + std::to_string(env.sender());
+    case wire::Role::Trainer:
+      return "trainer " + std::to_string(env.sender());
+    case wire::Role::Scheduler:
+      return "scheduler";
+    default:
+      return "unknown peer";
   }
 }
 

@@ -54,8 +54,7 @@ class Sender {
 
   // Wraps `body` (built in `fbb`) in an envelope, finishes `fbb` and returns the bytes as a
   // frame. Each call takes the next sequence number.
-  zmq::message_t Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind,
-                      flatbuffers::Offset<void> body);
+  zmq::message_t Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind, flatbuffers::Offset<void> body);
 
   // A ready Error message answering the message numbered `seq`.
   zmq::message_t MakeError(wire::ErrorCode code, const std::string& reason, uint64_t seq);

@@ -38,10 +38,14 @@ OptimizerOptions DefaultOptimizerOptions(OptimizerOptions::Kind kind) {
 
 const char* OptimizerKindName(OptimizerOptions::Kind kind) {
   switch (kind) {
-    case OptimizerOptions::Kind::kSgd: return "sgd";
-    case OptimizerOptions::Kind::kAdam: return "adam";
-    case OptimizerOptions::Kind::kAdamW: return "adamw";
-    case OptimizerOptions::Kind::kAdagrad: return "adagrad";
+    case OptimizerOptions::Kind::kSgd:
+      return "sgd";
+    case OptimizerOptions::Kind::kAdam:
+      return "adam";
+    case OptimizerOptions::Kind::kAdamW:
+      return "adamw";
+    case OptimizerOptions::Kind::kAdagrad:
+      return "adagrad";
   }
   return "unknown";
 }

@@ -14,17 +14,17 @@ struct OptimizerOptions {
   enum class Kind { kSgd, kAdam, kAdamW, kAdagrad };
 
   Kind kind = Kind::kSgd;
-  double lr = 0.01;                         // all; > 0
-  double momentum = 0.0;                    // sgd; in [0, 1)
-  double dampening = 0.0;                   // sgd; in [0, 1]
-  bool nesterov = false;                    // sgd; needs momentum > 0 and dampening == 0
-  double weight_decay = 0.0;                // all (AdamW: decoupled; its default is 0.01); >= 0
-  double beta1 = 0.9;                       // adam, adamw; in [0, 1)
-  double beta2 = 0.999;                     // adam, adamw; in [0, 1)
-  double eps = 1e-8;                        // adam, adamw (adagrad's default is 1e-10); >= 0
-  bool amsgrad = false;                     // adam, adamw
-  double lr_decay = 0.0;                    // adagrad; >= 0
-  double initial_accumulator_value = 0.0;   // adagrad; >= 0
+  double lr = 0.01;                        // all; > 0
+  double momentum = 0.0;                   // sgd; in [0, 1)
+  double dampening = 0.0;                  // sgd; in [0, 1]
+  bool nesterov = false;                   // sgd; needs momentum > 0 and dampening == 0
+  double weight_decay = 0.0;               // all (AdamW: decoupled; its default is 0.01); >= 0
+  double beta1 = 0.9;                      // adam, adamw; in [0, 1)
+  double beta2 = 0.999;                    // adam, adamw; in [0, 1)
+  double eps = 1e-8;                       // adam, adamw (adagrad's default is 1e-10); >= 0
+  bool amsgrad = false;                    // adam, adamw
+  double lr_decay = 0.0;                   // adagrad; >= 0
+  double initial_accumulator_value = 0.0;  // adagrad; >= 0
 };
 
 // The torch::optim defaults of `kind` (AdamW: weight_decay 0.01; Adagrad: eps 1e-10).

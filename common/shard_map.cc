@@ -47,8 +47,7 @@ Status ValidateSignature(const std::vector<TensorInfo>& tensors) {
   return Status::Ok();
 }
 
-Status CompareSignatures(const std::vector<TensorInfo>& expected,
-                         const std::vector<TensorInfo>& actual) {
+Status CompareSignatures(const std::vector<TensorInfo>& expected, const std::vector<TensorInfo>& actual) {
   const size_t common = std::min(expected.size(), actual.size());
   for (size_t i = 0; i < common; ++i) {
     const TensorInfo& e = expected[i];
@@ -59,12 +58,10 @@ Status CompareSignatures(const std::vector<TensorInfo>& expected,
     }
   }
   if (expected.size() != actual.size()) {
-    const std::string first = expected.size() > actual.size()
-                                  ? "missing " + expected[common].ToString()
-                                  : "extra " + actual[common].ToString();
-    return Status::FailedPrecondition("model has " + std::to_string(actual.size()) +
-                                      " tensors, expected " + std::to_string(expected.size()) +
-                                      "; first difference: " + first);
+    const std::string first = expected.size() > actual.size() ? "missing " + expected[common].ToString()
+                                                              : "extra " + actual[common].ToString();
+    return Status::FailedPrecondition("model has " + std::to_string(actual.size()) + " tensors, expected " +
+                                      std::to_string(expected.size()) + "; first difference: " + first);
   }
   return Status::Ok();
 }
@@ -124,8 +121,7 @@ Result<ShardMap> ShardMap::Build(std::vector<TensorInfo> tensors, uint32_t num_s
   });
   std::vector<uint64_t> load(num_servers, 0);
   for (uint32_t id : order) {
-    const uint32_t target = static_cast<uint32_t>(
-        std::min_element(load.begin(), load.end()) - load.begin());
+    const uint32_t target = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
     map.partitions_[id].server = target;
     load[target] += map.partitions_[id].length;
   }
@@ -158,9 +154,8 @@ Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
     // Partitions of a tensor arrive in order and must tile it without gaps or overlaps.
     if (p.offset != covered[p.tensor]) {
       return Status::Protocol("shard map partition " + std::to_string(p.id) + " of " +
-                              map.tensors_[p.tensor].name + " starts at " +
-                              std::to_string(p.offset) + ", expected " +
-                              std::to_string(covered[p.tensor]));
+                              map.tensors_[p.tensor].name + " starts at " + std::to_string(p.offset) +
+                              ", expected " + std::to_string(covered[p.tensor]));
     }
     covered[p.tensor] += p.length;
     map.partitions_.push_back(p);
@@ -175,13 +170,13 @@ Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
   return map;
 }
 
-flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>>
-ShardMap::TensorsToWire(flatbuffers::FlatBufferBuilder& fbb) const {
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> ShardMap::TensorsToWire(
+    flatbuffers::FlatBufferBuilder& fbb) const {
   return SignatureToWire(fbb, tensors_);
 }
 
-flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>>
-ShardMap::PartitionsToWire(flatbuffers::FlatBufferBuilder& fbb) const {
+flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>> ShardMap::PartitionsToWire(
+    flatbuffers::FlatBufferBuilder& fbb) const {
   std::vector<flatbuffers::Offset<wire::PartitionSpec>> specs;
   specs.reserve(partitions_.size());
   for (const PartitionInfo& p : partitions_) {

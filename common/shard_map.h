@@ -27,11 +27,11 @@ struct TensorInfo {
 };
 
 struct PartitionInfo {
-  uint32_t id = 0;         // index in ShardMap::partitions()
-  uint32_t tensor = 0;     // index in ShardMap::tensors()
-  uint64_t offset = 0;     // first element within the flattened tensor
-  uint64_t length = 0;     // elements
-  uint32_t server = 0;     // owning server's rank
+  uint32_t id = 0;      // index in ShardMap::partitions()
+  uint32_t tensor = 0;  // index in ShardMap::tensors()
+  uint64_t offset = 0;  // first element within the flattened tensor
+  uint64_t length = 0;  // elements
+  uint32_t server = 0;  // owning server's rank
 };
 
 // Validates a model signature: at least one tensor, unique non-empty names, non-negative shape
@@ -40,8 +40,7 @@ Status ValidateSignature(const std::vector<TensorInfo>& tensors);
 
 // OK when `actual` equals `expected`; otherwise FailedPrecondition naming the first differing
 // tensor (by position) and how it differs.
-Status CompareSignatures(const std::vector<TensorInfo>& expected,
-                         const std::vector<TensorInfo>& actual);
+Status CompareSignatures(const std::vector<TensorInfo>& expected, const std::vector<TensorInfo>& actual);
 
 std::vector<TensorInfo> SignatureFromWire(
     const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs);
@@ -66,8 +65,8 @@ class ShardMap {
   // The tensors and partitions, for a wire::ShardMap being built in `fbb`.
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> TensorsToWire(
       flatbuffers::FlatBufferBuilder& fbb) const;
-  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>>
-  PartitionsToWire(flatbuffers::FlatBufferBuilder& fbb) const;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>> PartitionsToWire(
+      flatbuffers::FlatBufferBuilder& fbb) const;
 
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const std::vector<PartitionInfo>& partitions() const { return partitions_; }

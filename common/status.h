@@ -18,15 +18,15 @@ class Status {
  public:
   enum class Code {
     kOk = 0,
-    kInvalidArgument,    // a bad value from a user: flag, config field, file content
-    kNotFound,           // a file or entity that does not exist
-    kIoError,            // the operating system refused a read or write
-    kTimeout,            // a peer did not answer in time
-    kUnavailable,        // a peer is gone or the job is shutting down
-    kProtocol,           // a peer sent something malformed or unexpected
-    kFailedPrecondition, // the request does not fit the current state
-    kInternal,           // an error in a library we call (e.g. LibTorch)
-    kAborted,            // the scheduler ended the job (this process did nothing wrong)
+    kInvalidArgument,     // a bad value from a user: flag, config field, file content
+    kNotFound,            // a file or entity that does not exist
+    kIoError,             // the operating system refused a read or write
+    kTimeout,             // a peer did not answer in time
+    kUnavailable,         // a peer is gone or the job is shutting down
+    kProtocol,            // a peer sent something malformed or unexpected
+    kFailedPrecondition,  // the request does not fit the current state
+    kInternal,            // an error in a library we call (e.g. LibTorch)
+    kAborted,             // the scheduler ended the job (this process did nothing wrong)
   };
 
   Status() = default;
@@ -39,9 +39,7 @@ class Status {
   static Status Timeout(std::string m) { return {Code::kTimeout, std::move(m)}; }
   static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
   static Status Protocol(std::string m) { return {Code::kProtocol, std::move(m)}; }
-  static Status FailedPrecondition(std::string m) {
-    return {Code::kFailedPrecondition, std::move(m)};
-  }
+  static Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
 
@@ -64,7 +62,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {  // NOLINT: implicit by design
     HETPS_CHECK(!status_.ok()) << "a Result needs a value or an error";
   }
@@ -100,9 +98,9 @@ class Result {
 #define HETPS_CONCAT(a, b) HETPS_CONCAT_INNER(a, b)
 
 // Returns the Status of `expr` from the enclosing function when it is not OK.
-#define HETPS_RETURN_IF_ERROR(expr)           \
-  do {                                        \
-    ::hetps::Status hetps_status_ = (expr);   \
+#define HETPS_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::hetps::Status hetps_status_ = (expr);        \
     if (!hetps_status_.ok()) return hetps_status_; \
   } while (0)
 

@@ -9,8 +9,7 @@
 
 namespace hetps {
 
-zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type,
-                         const SocketOptions& options) {
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const SocketOptions& options) {
   zmq::socket_t socket(context, type);
   socket.set(zmq::sockopt::linger, options.linger_ms);
   if (options.max_message_bytes > 0) socket.set(zmq::sockopt::maxmsgsize, options.max_message_bytes);
@@ -48,7 +47,9 @@ namespace {
 
 constexpr size_t kFrameAlignment = alignof(std::max_align_t);
 
-void FreeAlignedCopy(void* data, void* /*hint*/) { ::operator delete(data, std::align_val_t(kFrameAlignment)); }
+void FreeAlignedCopy(void* data, void* /*hint*/) {
+  ::operator delete(data, std::align_val_t(kFrameAlignment));
+}
 
 // ZeroMQ hands out small and medium frames as slices of its receive buffer at any byte offset.
 // Envelopes (FlatBuffers) and tensors (floats) are read in place, so those few frames are copied

@@ -24,8 +24,7 @@ struct SocketOptions {
   int send_timeout_ms = -1;        // blocking sends give up after this (-1 = never)
 };
 
-zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type,
-                         const SocketOptions& options);
+zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const SocketOptions& options);
 
 // Binds `socket` to `endpoint` (e.g. "tcp://127.0.0.1:*") and returns the endpoint actually
 // bound, with the chosen port. InvalidArgument naming the endpoint when it cannot be bound.
@@ -37,8 +36,8 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 
 // Receives one whole multipart message if one is waiting, without blocking. On a ROUTER
 // (`router` true) the first frame is the peer's routing id. The envelope and tensor frames are
-// aligned for in-place reads (a frame ZeroMQ delivers unaligned is copied). A message lacking an envelope frame
-// is still returned (with an empty envelope) so the caller can refuse and count it.
+// aligned for in-place reads (a frame ZeroMQ delivers unaligned is copied). A message lacking an envelope
+// frame is still returned (with an empty envelope) so the caller can refuse and count it.
 Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router);
 
 enum class SendMode { kBlock, kDontWait };
@@ -57,7 +56,6 @@ zmq::message_t CopyFrame(const zmq::message_t& frame);
 
 // Waits up to `timeout` for any of `sockets` to become readable; returns the readable flags.
 // A negative timeout waits forever.
-std::vector<bool> PollReadable(const std::vector<zmq::socket_t*>& sockets,
-                               std::chrono::milliseconds timeout);
+std::vector<bool> PollReadable(const std::vector<zmq::socket_t*>& sockets, std::chrono::milliseconds timeout);
 
 }  // namespace hetps

@@ -10,9 +10,10 @@ int main(int argc, char** argv) {
   hetps::ServerOptions options;
   std::string log_level;
   double connect_timeout_s = 60;
-  CLI::App app("hetps parameter server: holds a shard of the model's weights and applies the "
-               "optimizer to the gradients trainers push.",
-               "hetps-server");
+  CLI::App app(
+      "hetps parameter server: holds a shard of the model's weights and applies the "
+      "optimizer to the gradients trainers push.",
+      "hetps-server");
   app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
       ->default_val(options.scheduler);
   app.add_option("--bind", options.bind,
@@ -31,8 +32,7 @@ int main(int argc, char** argv) {
                  "the host)")
       ->default_val(options.threads)
       ->check(CLI::Range(size_t{1}, size_t{256}));
-  app.add_option("--connect-timeout", connect_timeout_s,
-                 "Seconds to keep trying to reach the scheduler")
+  app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
   hetps::AddLogLevelFlag(app, &log_level);

@@ -43,8 +43,8 @@ void SgdLoop(float* __restrict weights, const float* __restrict grad, float grad
 // LibTorch's clone) for any finite initial buffer, and (momentum, 1 - dampening) afterwards.
 template <bool kNesterov>
 void SgdMomentumLoop(float* __restrict weights, const float* __restrict grad, float grad_scale,
-                     float* __restrict buf, size_t n, float weight_decay, float neg_lr,
-                     float buf_keep, float d_weight, float momentum) {
+                     float* __restrict buf, size_t n, float weight_decay, float neg_lr, float buf_keep,
+                     float d_weight, float momentum) {
   for (size_t i = 0; i < n; ++i) {
     const float w = weights[i];
     float d = grad_scale * grad[i] + weight_decay * w;
@@ -61,8 +61,8 @@ class Sgd final : public Optimizer {
 
   int state_slots() const override { return options().momentum > 0 ? 1 : 0; }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
-             int64_t step, float lr_scale) const override {
+  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+             float lr_scale) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const float neg_lr = static_cast<float>(-(o.lr * lr_scale));
@@ -76,11 +76,11 @@ class Sgd final : public Optimizer {
     const float d_weight = first ? 1.0f : static_cast<float>(1 - o.dampening);
     const float momentum = static_cast<float>(o.momentum);
     if (o.nesterov) {
-      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep,
-                            d_weight, momentum);
+      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep, d_weight,
+                            momentum);
     } else {
-      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep,
-                             d_weight, momentum);
+      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep, d_weight,
+                             momentum);
     }
   }
 };
@@ -104,8 +104,8 @@ struct AdamCoefficients {
 
 template <bool kAmsgrad>
 void AdamLoop(float* __restrict weights, const float* __restrict grad, float grad_scale,
-              float* __restrict exp_avg, float* __restrict exp_avg_sq,
-              float* __restrict max_exp_avg_sq, size_t n, const AdamCoefficients c) {
+              float* __restrict exp_avg, float* __restrict exp_avg_sq, float* __restrict max_exp_avg_sq,
+              size_t n, const AdamCoefficients c) {
   for (size_t i = 0; i < n; ++i) {
     const float w = weights[i];
     const float g = grad_scale * grad[i] + c.grad_decay * w;
@@ -131,8 +131,8 @@ class Adam final : public Optimizer {
 
   int state_slots() const override { return options().amsgrad ? 3 : 2; }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
-             int64_t step, float lr_scale) const override {
+  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+             float lr_scale) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const bool decoupled = o.kind == OptimizerOptions::Kind::kAdamW;
@@ -186,8 +186,8 @@ class Adagrad final : public Optimizer {
     std::fill(state, state + n, static_cast<float>(options().initial_accumulator_value));
   }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
-             int64_t step, float lr_scale) const override {
+  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+             float lr_scale) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const double clr = o.lr * lr_scale / (1 + static_cast<double>(step - 1) * o.lr_decay);

@@ -122,8 +122,7 @@ Status Server::HandleControl(Message message) {
       HETPS_LOG(WARNING) << "the scheduler reported: " << message.body<wire::Error>()->reason()->str();
       return Status::Ok();
     default:
-      HETPS_LOG(WARNING) << "ignored an unexpected " << KindName(message.kind())
-                         << " from the scheduler";
+      HETPS_LOG(WARNING) << "ignored an unexpected " << KindName(message.kind()) << " from the scheduler";
       return Status::Ok();
   }
 }
@@ -162,15 +161,14 @@ Status Server::HandleShardMap(const Message& message) {
   if (!shard.ok()) return shard.status().WithContext("shard map from the scheduler");
   shard_ = std::move(*shard);
   std::vector<uint32_t> live;
-  if (wire_map->trainers() != nullptr) live.assign(wire_map->trainers()->begin(), wire_map->trainers()->end());
+  if (wire_map->trainers() != nullptr)
+    live.assign(wire_map->trainers()->begin(), wire_map->trainers()->end());
   shard_->SetLiveTrainers(live);
   sender_.set_membership_epoch(wire_map->membership_epoch());
-  HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of "
-                  << map_->partitions().size() << " partitions ("
-                  << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
-                  << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind)
-                  << ", " << options_.threads
-                  << (options_.threads == 1 ? " thread" : " worker threads");
+  HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of " << map_->partitions().size()
+                  << " partitions (" << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
+                  << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind) << ", "
+                  << options_.threads << (options_.threads == 1 ? " thread" : " worker threads");
   return control_->Send(sender_.MakeEmpty(wire::Body::ShardReady));
 }
 
@@ -273,8 +271,7 @@ void Server::Refuse(const Message& message, wire::ErrorCode code, const std::str
   Reply(CopyFrame(message.routing_id), sender_.MakeError(code, reason, seq));
 }
 
-void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope,
-                   std::vector<zmq::message_t> frames) {
+void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames) {
   Message reply;
   reply.routing_id = std::move(routing_id);
   reply.envelope = std::move(envelope);

@@ -25,11 +25,11 @@
 namespace hetps {
 
 struct ServerOptions {
-  std::string scheduler = "tcp://127.0.0.1:7400";  // the scheduler's control endpoint
-  std::string bind = "tcp://127.0.0.1:*";          // where trainers reach this server
-  std::string advertise;                           // endpoint told to trainers; empty: the bound
-                                                   // one (with this host's name for 0.0.0.0)
-  int64_t max_message_bytes = int64_t{64} << 20;   // per frame; larger ones drop the connection
+  std::string scheduler = "tcp://127.0.0.1:7400";    // the scheduler's control endpoint
+  std::string bind = "tcp://127.0.0.1:*";            // where trainers reach this server
+  std::string advertise;                             // endpoint told to trainers; empty: the bound
+                                                     // one (with this host's name for 0.0.0.0)
+  int64_t max_message_bytes = int64_t{64} << 20;     // per frame; larger ones drop the connection
   std::chrono::milliseconds connect_timeout{60000};  // give up joining the scheduler after this
   // Worker threads that own the partitions (optimizer steps, sums, reply frames), besides the
   // loop thread that owns the sockets. 1 does that work on the loop thread itself: best on a
@@ -74,8 +74,7 @@ class Server {
   Status HandleShardMap(const Message& message);
   // Refuses `message`: counts it and answers an Error to its sender.
   void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
-  void Reply(zmq::message_t routing_id, zmq::message_t envelope,
-             std::vector<zmq::message_t> frames = {});
+  void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
   zmq::message_t BuildHeartbeat(Sender& sender, bool goodbye);
 

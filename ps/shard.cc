@@ -20,10 +20,14 @@ std::string PartitionName(const ShardMap& map, uint32_t id) {
 
 wire::ErrorCode RefusalCode(const Status& status) {
   switch (status.code()) {
-    case Status::Code::kProtocol: return wire::ErrorCode::Malformed;
-    case Status::Code::kNotFound: return wire::ErrorCode::UnknownPartition;
-    case Status::Code::kInvalidArgument: return wire::ErrorCode::BadLength;
-    default: return wire::ErrorCode::Unexpected;
+    case Status::Code::kProtocol:
+      return wire::ErrorCode::Malformed;
+    case Status::Code::kNotFound:
+      return wire::ErrorCode::UnknownPartition;
+    case Status::Code::kInvalidArgument:
+      return wire::ErrorCode::BadLength;
+    default:
+      return wire::ErrorCode::Unexpected;
   }
 }
 
@@ -87,9 +91,8 @@ Result<const Shard::Slot*> Shard::Find(uint32_t partition) const {
   return static_cast<const Slot*>(*slot);
 }
 
-Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
-                          const std::vector<zmq::message_t>& frames, bool allow_empty,
-                          wire::DType dtype) const {
+Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
+                          bool allow_empty, wire::DType dtype) const {
   if (ids.size() != frames.size()) {
     return Status::Protocol("message lists " + std::to_string(ids.size()) + " partitions but carries " +
                             std::to_string(frames.size()) + " tensor frames");
@@ -105,17 +108,16 @@ Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
     const size_t expected = (*slot)->info->length * DTypeSize(dtype);
     const size_t got = frames[i].size();
     if (got != expected && !(allow_empty && got == 0)) {
-      return Status::InvalidArgument(PartitionName(map_, ids[i]) + " frame has " +
-                                     std::to_string(got) + " bytes, expected " +
-                                     std::to_string(expected) + " (" + DTypeName(dtype) + ")");
+      return Status::InvalidArgument(PartitionName(map_, ids[i]) + " frame has " + std::to_string(got) +
+                                     " bytes, expected " + std::to_string(expected) + " (" +
+                                     DTypeName(dtype) + ")");
     }
   }
   return Status::Ok();
 }
 
 Status Shard::Init(const wire::InitWeights& init, Frames frames) {
-  HETPS_RETURN_IF_ERROR(
-      CheckFrames(*init.partitions(), *frames, /*allow_empty=*/false, wire::DType::F32));
+  HETPS_RETURN_IF_ERROR(CheckFrames(*init.partitions(), *frames, /*allow_empty=*/false, wire::DType::F32));
   for (size_t i = 0; i < frames->size(); ++i) {
     Slot* slot = *Find(init.partitions()->Get(i));
     if (slot->initialized) continue;
@@ -173,8 +175,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     }
     if (std::find(slot->pushed.begin(), slot->pushed.end(), trainer) != slot->pushed.end()) {
       return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " already pushed round " +
-                                        std::to_string(slot->round) + " of " +
-                                        PartitionName(map_, ids[i]));
+                                        std::to_string(slot->round) + " of " + PartitionName(map_, ids[i]));
     }
   }
   ++pushes_;
@@ -221,8 +222,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     const float batch = static_cast<float>(push.batch_size());
     Slot* accumulating = &slot;
     workers_->Post(slot.owner, [accumulating, grad, dtype, batch, first, frames] {
-      ScaleInto(grad, accumulating->info->length, dtype, batch, /*assign=*/first,
-                accumulating->sum.data());
+      ScaleInto(grad, accumulating->info->length, dtype, batch, /*assign=*/first, accumulating->sum.data());
     });
     CompleteRoundIfReady(slot);
   }
@@ -243,13 +243,11 @@ bool Shard::RoundComplete(const Slot& slot) const {
 
 void Shard::CompleteRoundIfReady(Slot& slot) {
   if (!RoundComplete(slot)) return;
-  const float mean_scale =
-      slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
+  const float mean_scale = slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
   CloseRound(slot, slot.sum.data(), wire::DType::F32, mean_scale, nullptr);
 }
 
-void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale,
-                       Frames keep) {
+void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep) {
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
     // of data at the end of an epoch) steps in proportion, so that no sample counts for more.
@@ -264,8 +262,8 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   ++slot.round;
 }
 
-void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale,
-                     float lr_scale, Frames keep) {
+void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
+                     Frames keep) {
   const auto step = static_cast<int64_t>(++slot.version);
   Slot* stepping = &slot;
   workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, step, keep] {
@@ -278,8 +276,7 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
       UnpackFloats(grad, n, dtype, scratch.data());
       values = scratch.data();
     }
-    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step,
-                      lr_scale);
+    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step, lr_scale);
   });
 }
 
@@ -345,9 +342,8 @@ void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dt
     reply->versions.push_back(slot->version);
     reply->round_samples = std::max(reply->round_samples, slot->last_round_samples);
     // Each part writes its own element of the frames, sized before any part runs.
-    parts.push_back({slot->owner, [this, slot, reply, i] {
-                       reply->frames[i] = WeightsFrame(*slot, reply->dtype);
-                     }});
+    parts.push_back(
+        {slot->owner, [this, slot, reply, i] { reply->frames[i] = WeightsFrame(*slot, reply->dtype); }});
   }
   workers_->Dispatch(std::move(parts), [reply, done = std::move(done)] { done(*reply); });
 }
@@ -365,8 +361,7 @@ zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
   return zmq::message_t(slot.weights.get(), n * sizeof(float));
 }
 
-flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(
-    flatbuffers::FlatBufferBuilder& fbb) const {
+flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(flatbuffers::FlatBufferBuilder& fbb) const {
   return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype);
 }
 

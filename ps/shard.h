@@ -88,11 +88,11 @@ class Shard {
   // live trainer has pushed; a float32 push that is its round's only gradient is stepped on
   // straight from its frame. Gradients may travel as float32, bfloat16 or float16 (the sums and
   // the weights stay float32). Async and ssp: applies them now, the step scaled by the push's
-  // share of the global batch and divided by its staleness when staleness_aware_lr is set. In ssp, a push with batch_size 0 carries no
-  // gradients and marks the trainer idle (out of data): no pull waits for it until it pushes
-  // gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad frame
-  // length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is
-  // not live. Gradient bytes are read in place, by the partitions' owners.
+  // share of the global batch and divided by its staleness when staleness_aware_lr is set. In ssp, a push
+  // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
+  // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
+  // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not
+  // live. Gradient bytes are read in place, by the partitions' owners.
   Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
 
   // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
@@ -113,9 +113,9 @@ class Shard {
                     std::function<void(WeightsReply&)> done);
 
   struct Stats {
-    uint64_t version = 0;  // largest number of updates applied to one partition
-    uint64_t rounds = 0;   // largest number of sync rounds completed by one partition
-    uint64_t pushes = 0;   // push messages accepted
+    uint64_t version = 0;                    // largest number of updates applied to one partition
+    uint64_t rounds = 0;                     // largest number of sync rounds completed by one partition
+    uint64_t pushes = 0;                     // push messages accepted
     std::vector<uint64_t> staleness_counts;  // see kStalenessBuckets; trailing zeros trimmed
     uint64_t staleness_max = 0;
     uint64_t max_clock_gap = 0;
@@ -133,15 +133,15 @@ class Shard {
   // I/O thread.
   struct Slot {
     const PartitionInfo* info = nullptr;
-    size_t owner = 0;                     // the worker that owns weights, state and sum
-    std::shared_ptr<float[]> weights;     // shared: zero-copy replies keep it alive
-    std::vector<float> state;             // optimizer state, slot-major
-    std::vector<float> sum;               // sync: sum of batch-weighted gradients of the round
-    std::vector<uint32_t> pushed;         // sync: trainers in the open round
-    uint64_t round_samples = 0;           // sync: samples in the open round
-    uint64_t last_round_samples = 0;      // sync: samples in the last completed round
-    uint64_t version = 0;                 // optimizer steps applied
-    uint64_t round = 0;                   // sync rounds completed
+    size_t owner = 0;                  // the worker that owns weights, state and sum
+    std::shared_ptr<float[]> weights;  // shared: zero-copy replies keep it alive
+    std::vector<float> state;          // optimizer state, slot-major
+    std::vector<float> sum;            // sync: sum of batch-weighted gradients of the round
+    std::vector<uint32_t> pushed;      // sync: trainers in the open round
+    uint64_t round_samples = 0;        // sync: samples in the open round
+    uint64_t last_round_samples = 0;   // sync: samples in the last completed round
+    uint64_t version = 0;              // optimizer steps applied
+    uint64_t round = 0;                // sync rounds completed
     bool initialized = false;
   };
 
@@ -152,9 +152,8 @@ class Shard {
   Result<Slot*> Find(uint32_t partition);
   Result<const Slot*> Find(uint32_t partition) const;
   // Frames must hold elements of `dtype`, one per partition listed.
-  Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids,
-                     const std::vector<zmq::message_t>& frames, bool allow_empty,
-                     wire::DType dtype) const;
+  Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
+                     bool allow_empty, wire::DType dtype) const;
   // Whether every live trainer has pushed the open round (and someone has).
   bool RoundComplete(const Slot& slot) const;
   void CompleteRoundIfReady(Slot& slot);
@@ -180,9 +179,9 @@ class Shard {
   Options options_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Slot> slots_;
-  std::vector<int32_t> slot_of_;          // partition id -> index in slots_, or -1
+  std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;
-  std::vector<uint32_t> live_trainers_;   // sorted
+  std::vector<uint32_t> live_trainers_;  // sorted
   std::map<uint32_t, TrainerClock> clocks_;
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);

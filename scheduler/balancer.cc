@@ -27,7 +27,9 @@ double Balancer::Speed(uint32_t rank) const {
   return it->second.samples / it->second.seconds;
 }
 
-void Balancer::Forget(uint32_t rank) { speeds_.erase(rank); }
+void Balancer::Forget(uint32_t rank) {
+  speeds_.erase(rank);
+}
 
 std::vector<uint32_t> Balancer::Split(uint32_t total, const std::vector<double>& weights) {
   const size_t n = weights.size();

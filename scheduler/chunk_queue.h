@@ -51,8 +51,8 @@ class ChunkQueue {
 
  private:
   struct EpochState {
-    std::deque<uint32_t> pending;                 // chunk indices not yet handed out
-    std::map<uint32_t, uint32_t> held;            // chunk index -> trainer
+    std::deque<uint32_t> pending;       // chunk indices not yet handed out
+    std::map<uint32_t, uint32_t> held;  // chunk index -> trainer
     uint32_t completed = 0;
   };
 
@@ -63,7 +63,7 @@ class ChunkQueue {
   uint32_t chunk_samples_;
   uint32_t epochs_;
   uint32_t chunks_per_epoch_;
-  std::map<uint32_t, EpochState> epochs_state_;   // created when first asked for
+  std::map<uint32_t, EpochState> epochs_state_;  // created when first asked for
   uint64_t completed_samples_ = 0;
 };
 

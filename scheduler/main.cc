@@ -13,7 +13,9 @@ namespace {
 
 // Set by SIGINT/SIGTERM: the scheduler then shuts the job down cleanly and writes its summary.
 std::atomic<bool> g_stop{false};
-void RequestStop(int) { g_stop.store(true); }
+void RequestStop(int) {
+  g_stop.store(true);
+}
 
 struct Overrides {
   std::string model, mode, optimizer, listen, summary, balance, wire_dtype;
@@ -34,7 +36,8 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   }
   if (given("--staleness")) job->staleness = o.staleness;
   if (given("--staleness-aware-lr")) job->staleness_aware_lr = o.staleness_aware_lr;
-  if (given("--balance")) job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
+  if (given("--balance"))
+    job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
   if (given("--wire-dtype")) job->wire_dtype = *hetps::ParseWireDType(o.wire_dtype);
   if (given("--eval-interval-samples")) job->eval_interval_samples = o.eval_interval_samples;
   if (given("--optimizer")) {
@@ -62,10 +65,11 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
 int main(int argc, char** argv) {
   std::string config_path, log_level, progress = "auto";
   Overrides o;
-  CLI::App app("hetps scheduler: runs one training job. Servers and trainers connect to it; it "
-               "assigns shards and data, tracks who is alive, shows progress and writes the run "
-               "summary. Flags override the fields of the job file (see configs/ and docs/).",
-               "hetps-scheduler");
+  CLI::App app(
+      "hetps scheduler: runs one training job. Servers and trainers connect to it; it "
+      "assigns shards and data, tracks who is alive, shows progress and writes the run "
+      "summary. Flags override the fields of the job file (see configs/ and docs/).",
+      "hetps-scheduler");
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
   app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
@@ -92,8 +96,8 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999));
   app.add_option("--weight-decay", o.weight_decay, "Weight decay")->check(CLI::NonNegativeNumber);
   app.add_option("--epochs", o.epochs, "Epochs to train")->check(CLI::Range(1, 1000));
-  app.add_option("--global-batch-size", o.global_batch_size,
-                 "Samples per step over all trainers")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--global-batch-size", o.global_batch_size, "Samples per step over all trainers")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--servers", o.servers, "Servers to wait for")->check(CLI::Range(1, 256));
   app.add_option("--trainers", o.trainers, "Trainers to wait for")->check(CLI::Range(1, 1024));
   app.add_option("--partition-bytes", o.partition_bytes, "Largest partition of a tensor, in bytes")

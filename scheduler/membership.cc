@@ -50,7 +50,9 @@ Member* Membership::Admit(const std::string& routing_id, wire::Role role) {
   return &member;
 }
 
-void Membership::Remove(const std::string& routing_id) { members_.erase(routing_id); }
+void Membership::Remove(const std::string& routing_id) {
+  members_.erase(routing_id);
+}
 
 void Membership::MarkDead(Member& member) {
   if (!member.alive) return;
@@ -58,8 +60,7 @@ void Membership::MarkDead(Member& member) {
   if (member.role == wire::Role::Trainer) ++epoch_;
 }
 
-std::vector<Member*> Membership::Silent(Member::Clock::time_point now,
-                                        std::chrono::milliseconds timeout) {
+std::vector<Member*> Membership::Silent(Member::Clock::time_point now, std::chrono::milliseconds timeout) {
   std::vector<Member*> silent;
   for (auto& [id, m] : members_) {
     if (m.alive && now - m.last_heard > timeout) silent.push_back(&m);

@@ -50,8 +50,8 @@ struct Member {
   uint32_t rank = 0;
   std::string host;
   uint32_t pid = 0;
-  std::string endpoint;   // servers
-  std::string device;     // trainers
+  std::string endpoint;  // servers
+  std::string device;    // trainers
   Clock::time_point last_heard;
   bool alive = true;
   bool registered = false;  // trainer: model signature accepted
@@ -68,7 +68,8 @@ struct Member {
 
 class Membership {
  public:
-  Membership(uint32_t servers, uint32_t trainers) : expected_servers_(servers), expected_trainers_(trainers) {}
+  Membership(uint32_t servers, uint32_t trainers)
+      : expected_servers_(servers), expected_trainers_(trainers) {}
 
   Member* Find(const std::string& routing_id);
   // Admits a new member of `role` at the lowest free rank; nullptr when the role is full.

@@ -7,10 +7,11 @@
 
 namespace hetps {
 
-bool IsTerminal(std::FILE* stream) { return ::isatty(::fileno(stream)) == 1; }
+bool IsTerminal(std::FILE* stream) {
+  return ::isatty(::fileno(stream)) == 1;
+}
 
-ProgressDisplay::ProgressDisplay(std::FILE* out, bool in_place,
-                                 std::chrono::milliseconds plain_interval)
+ProgressDisplay::ProgressDisplay(std::FILE* out, bool in_place, std::chrono::milliseconds plain_interval)
     : out_(out), in_place_(in_place), plain_interval_(plain_interval) {}
 
 void ProgressDisplay::Erase() {
@@ -101,13 +102,11 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
 
   std::vector<std::string> lines;
   char text[512];
-  std::snprintf(text, sizeof(text), "%s %s | epoch %u/%u %s %3.0f%% | %s elapsed | %s",
-                job.mode.c_str(), job.model.c_str(), std::min(epoch + 1, std::max(job.epochs, 1u)),
-                job.epochs, bar.c_str(), fraction * 100, FormatDuration(job.elapsed_seconds).c_str(),
-                job.phase.c_str());
+  std::snprintf(text, sizeof(text), "%s %s | epoch %u/%u %s %3.0f%% | %s elapsed | %s", job.mode.c_str(),
+                job.model.c_str(), std::min(epoch + 1, std::max(job.epochs, 1u)), job.epochs, bar.c_str(),
+                fraction * 100, FormatDuration(job.elapsed_seconds).c_str(), job.phase.c_str());
   lines.push_back(text);
-  std::snprintf(text, sizeof(text),
-                "  all trainers  step %7s  samples %10s  %9s samples/s  loss %s",
+  std::snprintf(text, sizeof(text), "  all trainers  step %7s  samples %10s  %9s samples/s  loss %s",
                 WithThousands(max_clock).c_str(), WithThousands(samples).c_str(),
                 WithThousands(static_cast<uint64_t>(rate)).c_str(),
                 loss_count ? std::to_string(loss_sum / loss_count).substr(0, 6).c_str() : "-");
@@ -116,9 +115,8 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
   for (const Member* t : trainers) {
     const char* state = !t->alive ? " (dead)" : t->done ? " (done)" : "";
     std::snprintf(text, sizeof(text),
-                  "  trainer %-4u  step %7s  samples %10s  %9s samples/s  loss %s  batch %u  %s%s",
-                  t->rank, WithThousands(t->progress.clock).c_str(),
-                  WithThousands(t->progress.samples).c_str(),
+                  "  trainer %-4u  step %7s  samples %10s  %9s samples/s  loss %s  batch %u  %s%s", t->rank,
+                  WithThousands(t->progress.clock).c_str(), WithThousands(t->progress.samples).c_str(),
                   WithThousands(static_cast<uint64_t>(t->progress.samples_per_second)).c_str(),
                   t->progress.clock ? std::to_string(t->progress.loss).substr(0, 6).c_str() : "-",
                   t->progress.batch_size, t->device.c_str(), state);

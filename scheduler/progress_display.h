@@ -38,7 +38,7 @@ class ProgressDisplay {
   std::chrono::milliseconds plain_interval_;
   std::optional<std::chrono::steady_clock::time_point> last_plain_;  // none before the first
   std::vector<std::string> last_lines_;
-  size_t drawn_ = 0;   // lines of the live block currently on screen
+  size_t drawn_ = 0;  // lines of the live block currently on screen
 };
 
 bool IsTerminal(std::FILE* stream);

@@ -17,9 +17,9 @@ struct Evaluation {
   double test_loss = 0;
   double test_accuracy = 0;
   uint64_t test_samples = 0;
-  double wall_seconds = 0;     // since training started, when the weights were taken
+  double wall_seconds = 0;       // since training started, when the weights were taken
   uint64_t samples_trained = 0;  // by then, over all trainers
-  uint32_t snapshot = 0;       // > 0: a periodic evaluation (eval_interval_samples)
+  uint32_t snapshot = 0;         // > 0: a periodic evaluation (eval_interval_samples)
 };
 
 struct ServerSummary {
@@ -57,7 +57,7 @@ StalenessSummary SummarizeStaleness(const std::vector<uint64_t>& counts, uint64_
 
 struct RunSummary {
   bool ok = false;
-  std::string error;           // why the job failed
+  std::string error;  // why the job failed
   std::string mode;
   std::string model;
   std::string optimizer;
@@ -65,11 +65,11 @@ struct RunSummary {
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;
   uint32_t trainers = 0;
-  double wall_seconds = 0;          // training start to the final evaluation
-  double train_seconds = 0;         // training start to the last trainer's Done
-  double samples_per_second = 0;    // all trainers' samples / train_seconds
-  uint64_t samples_completed = 0;   // samples of data chunks reported trained, over all epochs
-                                    // (epochs x samples per epoch once the job is complete)
+  double wall_seconds = 0;         // training start to the final evaluation
+  double train_seconds = 0;        // training start to the last trainer's Done
+  double samples_per_second = 0;   // all trainers' samples / train_seconds
+  uint64_t samples_completed = 0;  // samples of data chunks reported trained, over all epochs
+                                   // (epochs x samples per epoch once the job is complete)
   double final_test_loss = 0;
   double final_test_accuracy = 0;
   uint64_t weight_version = 0;

@@ -68,8 +68,8 @@ Status Scheduler::Start() {
 Status Scheduler::Run() {
   SetThreadLogTag("scheduler");
   if (endpoint_.empty()) HETPS_RETURN_IF_ERROR(Start());
-  HETPS_LOG(INFO) << "listening on " << endpoint_ << "; waiting for " << job_.servers
-                  << " servers and " << job_.trainers << " trainers";
+  HETPS_LOG(INFO) << "listening on " << endpoint_ << "; waiting for " << job_.servers << " servers and "
+                  << job_.trainers << " trainers";
   while (true) {
     if (PollReadable({&socket_}, kPollInterval)[0]) {
       // Bounded, so liveness checks and the display keep running under a flood of messages.
@@ -144,10 +144,14 @@ void Scheduler::Handle(Message message) {
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       const uint64_t new_samples = p->samples() - std::min(p->samples(), member->progress.samples);
-      member->progress = {p->epoch(),        p->clock(),
-                          p->samples(),      p->loss(),
-                          p->samples_per_second(), p->weight_version(),
-                          p->compute_samples_per_second(), p->batch_size()};
+      member->progress = {p->epoch(),
+                          p->clock(),
+                          p->samples(),
+                          p->loss(),
+                          p->samples_per_second(),
+                          p->weight_version(),
+                          p->compute_samples_per_second(),
+                          p->batch_size()};
       if (balancer_) {
         const double rate = p->compute_samples_per_second();
         if (rate > 0) balancer_->Observe(member->rank, new_samples, new_samples / rate);
@@ -168,8 +172,8 @@ void Scheduler::Handle(Message message) {
       return;
     }
     case wire::Body::Error:
-      HETPS_LOG(WARNING) << member->Describe() << " reported: "
-                         << message.body<wire::Error>()->reason()->str();
+      HETPS_LOG(WARNING) << member->Describe()
+                         << " reported: " << message.body<wire::Error>()->reason()->str();
       return;
     default:
       return Refuse(message, wire::ErrorCode::Unexpected,
@@ -216,14 +220,14 @@ void Scheduler::HandleJoin(const Message& message) {
   flatbuffers::Offset<wire::TrainerJob> trainer_job;
   if (member->role == wire::Role::Trainer) {
     member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank);
-    trainer_job = wire::CreateTrainerJobDirect(
-        fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs, member->batch_size, job_.seed,
-        job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,
-        job_.request_timeout_ms);
+    trainer_job = wire::CreateTrainerJobDirect(fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs,
+                                               member->batch_size, job_.seed, job_.chunk_samples,
+                                               chunks_.samples(), job_.eval_batch_size,
+                                               job_.progress_interval_ms, job_.request_timeout_ms);
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
-  auto body = wire::CreateJoinAccepted(fbb, member->rank, job_.heartbeat_interval_ms,
-                                       scheduler_timeout_ms, trainer_job);
+  auto body = wire::CreateJoinAccepted(fbb, member->rank, job_.heartbeat_interval_ms, scheduler_timeout_ms,
+                                       trainer_job);
   SendTo(id, sender_.Seal(fbb, wire::Body::JoinAccepted, body.Union()));
   // The last server may join after every trainer has registered.
   if (member->role == wire::Role::Server) MaybeStartJob();
@@ -271,9 +275,9 @@ void Scheduler::StartJob() {
   shard_map_ = std::make_unique<ShardMap>(std::move(*map));
   uint64_t total = 0;
   for (const TensorInfo& t : shard_map_->tensors()) total += static_cast<uint64_t>(t.numel());
-  HETPS_LOG(INFO) << "all members present; model " << job_.model << " has "
-                  << shard_map_->tensors().size() << " tensors, " << total << " parameters in "
-                  << shard_map_->partitions().size() << " partitions";
+  HETPS_LOG(INFO) << "all members present; model " << job_.model << " has " << shard_map_->tensors().size()
+                  << " tensors, " << total << " parameters in " << shard_map_->partitions().size()
+                  << " partitions";
   phase_ = Phase::kStarting;
   for (Member* server : members_.Members(wire::Role::Server)) {
     SendTo(server->routing_id, BuildShardMap());
@@ -355,8 +359,7 @@ void Scheduler::MaybeRebalance() {
     current[t->rank] = t->batch_size;
     newest_clock = std::max(newest_clock, t->progress.clock);
     if (t->progress.batch_size > 0) {
-      steps_per_second = std::max(steps_per_second,
-                                  t->progress.samples_per_second / t->progress.batch_size);
+      steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
     }
   }
   auto proposal = balancer_->Propose(ranks, current);
@@ -389,8 +392,7 @@ void Scheduler::Tick() {
       if (phase_ == Phase::kShuttingDown) break;
     }
   }
-  if (phase_ == Phase::kGathering &&
-      now - created_ > std::chrono::seconds(job_.join_timeout_s)) {
+  if (phase_ == Phase::kGathering && now - created_ > std::chrono::seconds(job_.join_timeout_s)) {
     size_t trainers = 0;
     for (Member* t : members_.Members(wire::Role::Trainer)) trainers += t->registered ? 1 : 0;
     BeginShutdown(true, "only " + std::to_string(members_.Count(wire::Role::Server)) + " of " +
@@ -405,15 +407,16 @@ void Scheduler::DeclareDead(Member& member, const std::string& why) {
   HETPS_LOG(WARNING) << member.Describe() << " is dead: " << why;
   members_.MarkDead(member);
   if (member.role == wire::Role::Server) {
-    return BeginShutdown(true, member.Describe() + " stopped (" + why +
-                                   "); the job cannot go on without its partitions");
+    return BeginShutdown(
+        true, member.Describe() + " stopped (" + why + "); the job cannot go on without its partitions");
   }
   if (phase_ == Phase::kGathering || phase_ == Phase::kStarting) {
     return BeginShutdown(true, member.Describe() + " stopped before training began (" + why + ")");
   }
   if (balancer_) balancer_->Forget(member.rank);
   const size_t returned = chunks_.Requeue(member.rank);
-  if (returned > 0) HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
+  if (returned > 0)
+    HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
   if (members_.Count(wire::Role::Trainer) == 0) {
     return BeginShutdown(true, "every trainer has stopped; the last was " + member.Describe());
   }

@@ -34,9 +34,9 @@ namespace hetps {
 
 struct SchedulerOptions {
   JobOptions job;
-  std::FILE* progress_out = stdout;   // where the live progress goes; nullptr: none
-  bool progress_in_place = false;     // redraw in place (set when progress_out is a terminal)
-  std::string endpoint_file;          // write the bound endpoint here once listening (optional)
+  std::FILE* progress_out = stdout;         // where the live progress goes; nullptr: none
+  bool progress_in_place = false;           // redraw in place (set when progress_out is a terminal)
+  std::string endpoint_file;                // write the bound endpoint here once listening (optional)
   const std::atomic<bool>* stop = nullptr;  // when it turns true, the job is ended as failed
 };
 
@@ -102,7 +102,7 @@ class Scheduler {
   Phase phase_ = Phase::kGathering;
   Membership members_;
   ChunkQueue chunks_;
-  std::optional<std::vector<TensorInfo>> signature_;   // the first registered trainer's model
+  std::optional<std::vector<TensorInfo>> signature_;  // the first registered trainer's model
   std::string signature_owner_;
   std::unique_ptr<ShardMap> shard_map_;
   ProgressDisplay display_;
@@ -111,15 +111,15 @@ class Scheduler {
     uint32_t epoch = 0;
     bool final = false;
   };
-  std::deque<EvalTask> evals_;          // front is the one asked for, when eval_asked_
-  std::string eval_member_;             // routing id of the trainer evaluating evals_.front()
+  std::deque<EvalTask> evals_;  // front is the one asked for, when eval_asked_
+  std::string eval_member_;     // routing id of the trainer evaluating evals_.front()
   uint32_t next_epoch_to_evaluate_ = 0;
   bool final_eval_queued_ = false;
   // Periodic evaluations: the ones asked for, by snapshot number, awaiting their reports.
   std::map<uint32_t, Evaluation> snapshots_;
   uint32_t next_snapshot_ = 1;
 
-  std::optional<Balancer> balancer_;      // sync with balance: speed
+  std::optional<Balancer> balancer_;  // sync with balance: speed
   Clock::time_point last_rebalance_{};
 
   Clock::time_point created_ = Clock::now();

@@ -30,8 +30,8 @@ void Scheduler::FillSummary() {
     const uint32_t batch = t->progress.batch_size != 0
                                ? t->progress.batch_size
                                : EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank);
-    s.trainer_details.push_back({t->rank, t->host, t->device, batch, t->progress.clock,
-                                 t->progress.samples, t->alive});
+    s.trainer_details.push_back(
+        {t->rank, t->host, t->device, batch, t->progress.clock, t->progress.samples, t->alive});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
@@ -40,7 +40,8 @@ void Scheduler::FillSummary() {
   s.weight_version = 0;
   for (Member* m : members_.Members(wire::Role::Server, false)) {
     const ServerCounters& c = m->counters;
-    s.server_details.push_back({m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
+    s.server_details.push_back(
+        {m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
     s.weight_version = std::max(s.weight_version, c.version);
   }
   s.staleness = Staleness(&s.max_clock_gap);
@@ -68,8 +69,8 @@ StalenessSummary Scheduler::Staleness(uint64_t* max_clock_gap) {
 
 void Scheduler::ShowProgress(bool force) {
   if (options_.progress_out == nullptr) return;
-  static const char* kPhaseNames[] = {"waiting for members", "starting", "training",
-                                      "final evaluation", "shutting down"};
+  static const char* kPhaseNames[] = {"waiting for members", "starting", "training", "final evaluation",
+                                      "shutting down"};
   JobView view;
   view.mode = ModeName(job_.mode);
   view.model = job_.model;
@@ -85,8 +86,7 @@ void Scheduler::ShowProgress(bool force) {
     std::snprintf(text, sizeof(text), "staleness p50 %llu p99 %llu max %llu, clock gap %llu",
                   static_cast<unsigned long long>(staleness.p50),
                   static_cast<unsigned long long>(staleness.p99),
-                  static_cast<unsigned long long>(staleness.max),
-                  static_cast<unsigned long long>(gap));
+                  static_cast<unsigned long long>(staleness.max), static_cast<unsigned long long>(gap));
     view.detail = text;
   }
   std::vector<const Member*> trainers;

@@ -22,9 +22,8 @@ PathParts Split(const std::string& path) {
   parts.directory = path.substr(0, slash);
   parts.file_name = path.substr(slash + 1);
   const size_t parent_slash = parts.directory.rfind('/');
-  parts.directory_name = parent_slash == std::string::npos
-                             ? parts.directory
-                             : parts.directory.substr(parent_slash + 1);
+  parts.directory_name =
+      parent_slash == std::string::npos ? parts.directory : parts.directory.substr(parent_slash + 1);
   return parts;
 }
 
@@ -34,7 +33,9 @@ bool StartsWith(const std::string& text, const std::string& prefix) {
 
 // Both Debian's reference libblas and every alternative install a file named libblas.so.*;
 // OpenBLAS's own libopenblas*.so is not what libtorch binds against, so it alone decides nothing.
-bool IsLibBlas(const PathParts& parts) { return StartsWith(parts.file_name, "libblas.so"); }
+bool IsLibBlas(const PathParts& parts) {
+  return StartsWith(parts.file_name, "libblas.so");
+}
 
 // The multiarch triplet ("x86_64-linux-gnu") is the directory above .../blas/.
 std::string ArchOf(const PathParts& reference) {

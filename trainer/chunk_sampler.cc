@@ -6,8 +6,8 @@
 
 namespace hetps {
 
-ChunkSampler::ChunkSampler(ControlChannel* control, Sender* sender, uint64_t train_samples,
-                           uint64_t seed, std::chrono::milliseconds request_timeout)
+ChunkSampler::ChunkSampler(ControlChannel* control, Sender* sender, uint64_t train_samples, uint64_t seed,
+                           std::chrono::milliseconds request_timeout)
     : control_(control),
       sender_(sender),
       train_samples_(train_samples),

@@ -40,13 +40,13 @@ class ChunkSampler {
   struct Held {
     uint32_t epoch = 0;
     uint32_t chunk = 0;
-    uint64_t next = 0;   // position in the epoch's permutation
+    uint64_t next = 0;  // position in the epoch's permutation
     uint64_t end = 0;
   };
 
   // Asks for another chunk of `epoch`; false when the scheduler has none.
   Result<bool> Request(uint32_t epoch);
-  bool last_epoch_complete_ = false;   // from the last "exhausted" answer
+  bool last_epoch_complete_ = false;  // from the last "exhausted" answer
   const std::vector<int64_t>& Permutation(uint32_t epoch);
 
   ControlChannel* control_;
@@ -55,8 +55,8 @@ class ChunkSampler {
   uint64_t seed_;
   std::chrono::milliseconds request_timeout_;
   std::deque<Held> held_;
-  std::vector<uint32_t> finished_;        // reported at the next request
-  std::vector<uint32_t> drained_;         // handed out entirely by the previous call
+  std::vector<uint32_t> finished_;  // reported at the next request
+  std::vector<uint32_t> drained_;   // handed out entirely by the previous call
   std::map<uint32_t, std::vector<int64_t>> permutations_;
   uint64_t handed_out_ = 0;
 };

@@ -20,7 +20,9 @@ constexpr const char* kAcceptedForms = "auto, cpu, cuda, cuda:N or mps";
 
 // A backend registers its device guard when its library is loaded, so this tells a build without
 // the backend (or one whose CUDA library the linker dropped) from a machine without the device.
-bool BuiltWith(c10::DeviceType type) { return c10::impl::hasDeviceGuardImpl(type); }
+bool BuiltWith(c10::DeviceType type) {
+  return c10::impl::hasDeviceGuardImpl(type);
+}
 
 bool MpsAvailable() {
 #if TORCH_VERSION_MAJOR >= 2
@@ -53,8 +55,7 @@ Status CheckMps(const std::string& spec) {
     return Unusable(spec, "this LibTorch build has no MPS support");
   }
   if (!MpsAvailable()) {
-    return Unusable(spec,
-                    "no MPS device is available (needs Apple silicon and macOS 12.3 or newer)");
+    return Unusable(spec, "no MPS device is available (needs Apple silicon and macOS 12.3 or newer)");
   }
   return Status::Ok();
 }
@@ -88,9 +89,8 @@ Result<torch::Device> SelectDevice(const std::string& spec) {
   }
   int64_t index = 0;
   const std::string cuda_prefix = "cuda:";
-  const bool is_cuda =
-      spec == "cuda" || (spec.compare(0, cuda_prefix.size(), cuda_prefix) == 0 &&
-                         ParseDeviceIndex(spec.substr(cuda_prefix.size()), &index));
+  const bool is_cuda = spec == "cuda" || (spec.compare(0, cuda_prefix.size(), cuda_prefix) == 0 &&
+                                          ParseDeviceIndex(spec.substr(cuda_prefix.size()), &index));
   if (!is_cuda) {
     return Status::InvalidArgument("--device '" + spec + "' is not a device spec (expected " +
                                    kAcceptedForms + ")");
@@ -99,6 +99,8 @@ Result<torch::Device> SelectDevice(const std::string& spec) {
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
-std::string DeviceDescription(const torch::Device& device) { return device.str(); }
+std::string DeviceDescription(const torch::Device& device) {
+  return device.str();
+}
 
 }  // namespace hetps

@@ -42,9 +42,7 @@ struct GzReader {
     return message;
   }
 
-  Status Error(const std::string& problem) const {
-    return Status::InvalidArgument(path + ": " + problem);
-  }
+  Status Error(const std::string& problem) const { return Status::InvalidArgument(path + ": " + problem); }
 
   // The zlib error behind a failed or short read, or Ok when there is none.
   Status ZlibError(const std::string& during) const {
@@ -79,8 +77,8 @@ struct GzReader {
     int errnum = Z_OK;
     const std::string message = ZlibMessage(&errnum);
     if (errnum == Z_ERRNO) return ZlibError(what);
-    std::string problem = "truncated: expected " + std::to_string(expected_bytes) + " bytes of " +
-                          what + ", got " + std::to_string(got_bytes);
+    std::string problem = "truncated: expected " + std::to_string(expected_bytes) + " bytes of " + what +
+                          ", got " + std::to_string(got_bytes);
     if (errnum != Z_OK) problem += " (" + message + ")";
     return Error(problem);
   }
@@ -147,8 +145,8 @@ Status ReadIdxHeader(GzReader& reader, uint32_t expected_magic, const char* kind
   }
   const uint32_t magic = BigEndian32(magic_bytes);
   if (magic != expected_magic) {
-    return reader.Error("wrong IDX magic number " + Hex32(magic) + ", expected " +
-                        Hex32(expected_magic) + " (" + kind + ")");
+    return reader.Error("wrong IDX magic number " + Hex32(magic) + ", expected " + Hex32(expected_magic) +
+                        " (" + kind + ")");
   }
   std::vector<unsigned char> sizes(4 * dims->size());
   HETPS_RETURN_IF_ERROR(reader.ReadExactly(sizes.data(), sizes.size(), "IDX dimension sizes"));
@@ -165,13 +163,12 @@ Result<torch::Tensor> LoadImages(const std::string& path) {
   std::vector<int64_t> dims(3);
   HETPS_RETURN_IF_ERROR(ReadIdxHeader(reader, kImagesMagic, "unsigned-byte images", &dims));
   if (dims[1] != kFashionMnistImageSide || dims[2] != kFashionMnistImageSide) {
-    return reader.Error("wrong dimensions: expected 28x28 images, got " + std::to_string(dims[1]) +
-                        "x" + std::to_string(dims[2]));
+    return reader.Error("wrong dimensions: expected 28x28 images, got " + std::to_string(dims[1]) + "x" +
+                        std::to_string(dims[2]));
   }
   torch::Tensor images = torch::empty(dims, torch::kUInt8);
-  HETPS_RETURN_IF_ERROR(
-      reader.ReadExactly(images.data_ptr<uint8_t>(), static_cast<size_t>(images.numel()),
-                         "pixel data for " + std::to_string(dims[0]) + " images"));
+  HETPS_RETURN_IF_ERROR(reader.ReadExactly(images.data_ptr<uint8_t>(), static_cast<size_t>(images.numel()),
+                                           "pixel data for " + std::to_string(dims[0]) + " images"));
   HETPS_RETURN_IF_ERROR(reader.ExpectEnd(std::to_string(dims[0]) + " images"));
   return images;
 }
@@ -200,7 +197,9 @@ const char* DatasetSplitName(DatasetSplit split) {
   return split == DatasetSplit::kTrain ? "train" : "test";
 }
 
-int64_t Dataset::size() const { return labels.defined() ? labels.size(0) : 0; }
+int64_t Dataset::size() const {
+  return labels.defined() ? labels.size(0) : 0;
+}
 
 Result<Dataset> LoadFashionMnist(const std::string& dir, DatasetSplit split) {
   const std::string prefix = split == DatasetSplit::kTrain ? "train" : "t10k";
@@ -212,10 +211,10 @@ Result<Dataset> LoadFashionMnist(const std::string& dir, DatasetSplit split) {
   HETPS_ASSIGN_OR_RETURN(data.images, LoadImages(images_path));
   HETPS_ASSIGN_OR_RETURN(data.labels, LoadLabels(labels_path));
   if (data.images.size(0) != data.labels.size(0)) {
-    return Status::InvalidArgument(
-        "Fashion-MNIST " + std::string(DatasetSplitName(split)) + " split: " + images_path +
-        " holds " + std::to_string(data.images.size(0)) + " images but " + labels_path + " holds " +
-        std::to_string(data.labels.size(0)) + " labels");
+    return Status::InvalidArgument("Fashion-MNIST " + std::string(DatasetSplitName(split)) +
+                                   " split: " + images_path + " holds " +
+                                   std::to_string(data.images.size(0)) + " images but " + labels_path +
+                                   " holds " + std::to_string(data.labels.size(0)) + " labels");
   }
   return data;
 }
@@ -237,11 +236,10 @@ Batch MakeBatch(const Dataset& data, const int64_t* indices, size_t count, torch
   constexpr double kScale = 1.0 / (255.0 * kFashionMnistPixelStd);
   constexpr double kOffset = kFashionMnistPixelMean / kFashionMnistPixelStd;
   Batch batch;
-  batch.input =
-      pixels.to(torch::kFloat)
-          .mul_(kScale)
-          .sub_(kOffset)
-          .view({static_cast<int64_t>(count), 1, kFashionMnistImageSide, kFashionMnistImageSide});
+  batch.input = pixels.to(torch::kFloat)
+                    .mul_(kScale)
+                    .sub_(kOffset)
+                    .view({static_cast<int64_t>(count), 1, kFashionMnistImageSide, kFashionMnistImageSide});
   batch.target = data.labels.index_select(0, index).to(device);
   return batch;
 }

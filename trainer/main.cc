@@ -11,12 +11,14 @@ int main(int argc, char** argv) {
   std::string log_level;
   int threads = 1;
   double connect_timeout_s = 60;
-  CLI::App app("hetps trainer: computes gradients with LibTorch on its device, pushes them to the "
-               "servers and pulls fresh weights.",
-               "hetps-trainer");
+  CLI::App app(
+      "hetps trainer: computes gradients with LibTorch on its device, pushes them to the "
+      "servers and pulls fresh weights.",
+      "hetps-trainer");
   app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
       ->default_val(options.scheduler);
-  app.add_option("--device", options.device, "Device: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
+  app.add_option("--device", options.device,
+                 "Device: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
       ->default_val(options.device);
   app.add_option("--data-dir", options.data_dir, "Directory with the Fashion-MNIST .gz files")
       ->default_val(options.data_dir);

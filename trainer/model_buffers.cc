@@ -7,14 +7,22 @@ namespace {
 
 wire::DType ToWireDType(c10::ScalarType type) {
   switch (type) {
-    case c10::ScalarType::Float: return wire::DType::F32;
-    case c10::ScalarType::Half: return wire::DType::F16;
-    case c10::ScalarType::BFloat16: return wire::DType::BF16;
-    case c10::ScalarType::Double: return wire::DType::F64;
-    case c10::ScalarType::Long: return wire::DType::I64;
-    case c10::ScalarType::Int: return wire::DType::I32;
-    case c10::ScalarType::Byte: return wire::DType::U8;
-    default: return wire::DType::Other;
+    case c10::ScalarType::Float:
+      return wire::DType::F32;
+    case c10::ScalarType::Half:
+      return wire::DType::F16;
+    case c10::ScalarType::BFloat16:
+      return wire::DType::BF16;
+    case c10::ScalarType::Double:
+      return wire::DType::F64;
+    case c10::ScalarType::Long:
+      return wire::DType::I64;
+    case c10::ScalarType::Int:
+      return wire::DType::I32;
+    case c10::ScalarType::Byte:
+      return wire::DType::U8;
+    default:
+      return wire::DType::Other;
   }
 }
 

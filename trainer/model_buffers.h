@@ -60,7 +60,7 @@ class ModelBuffers {
   ModelBuffers() = default;
 
   std::vector<torch::Tensor> params_;
-  std::vector<torch::Tensor> host_;      // staging buffers; the parameters themselves on the CPU
+  std::vector<torch::Tensor> host_;  // staging buffers; the parameters themselves on the CPU
   std::vector<float*> targets_;
   std::vector<TensorInfo> signature_;
   bool on_cpu_ = true;

@@ -32,10 +32,8 @@ class Mlp : public Model {
 class FashionCnn : public Model {
  public:
   FashionCnn()
-      : conv1_(register_module("conv1",
-                               torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 5).padding(2)))),
-        conv2_(register_module("conv2",
-                               torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 5).padding(2)))),
+      : conv1_(register_module("conv1", torch::nn::Conv2d(torch::nn::Conv2dOptions(1, 32, 5).padding(2)))),
+        conv2_(register_module("conv2", torch::nn::Conv2d(torch::nn::Conv2dOptions(32, 64, 5).padding(2)))),
         fc1_(register_module("fc1", torch::nn::Linear(64 * 7 * 7, 512))),
         fc2_(register_module("fc2", torch::nn::Linear(512, 10))) {}
 
@@ -62,7 +60,9 @@ std::mutex& BuildMutex() {
 
 }  // namespace
 
-std::vector<std::string> BuiltinModelNames() { return {"mlp", "cnn"}; }
+std::vector<std::string> BuiltinModelNames() {
+  return {"mlp", "cnn"};
+}
 
 Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed) {
   std::lock_guard<std::mutex> lock(BuildMutex());

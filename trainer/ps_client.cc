@@ -32,8 +32,8 @@ std::string PsClient::ServerName(uint32_t server) const {
 
 Status PsClient::Connect() {
   if (endpoints_.size() != map_.num_servers()) {
-    return Status::Protocol("shard map has " + std::to_string(map_.num_servers()) +
-                            " servers but lists " + std::to_string(endpoints_.size()) + " endpoints");
+    return Status::Protocol("shard map has " + std::to_string(map_.num_servers()) + " servers but lists " +
+                            std::to_string(endpoints_.size()) + " endpoints");
   }
   for (uint32_t s = 0; s < endpoints_.size(); ++s) {
     SocketOptions options;
@@ -55,8 +55,7 @@ Status PsClient::SendToAll(const std::function<void(uint32_t, Message*)>& build)
   return Status::Ok();
 }
 
-Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
-                              std::vector<size_t> replies,
+Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std::vector<size_t> replies,
                               const std::function<Status(uint32_t, const Message&)>& accept) {
   using Clock = std::chrono::steady_clock;
   size_t remaining = std::accumulate(replies.begin(), replies.end(), size_t{0});
@@ -68,9 +67,9 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
     auto readable = PollReadable(polled, std::chrono::milliseconds(100));
     HETPS_RETURN_IF_ERROR(control_->Service());
     if (control_->shutdown()) {
-      return Status::Unavailable("the scheduler ended the job: " +
-                                 (control_->shutdown()->reason.empty() ? std::string("finished")
-                                                                       : control_->shutdown()->reason));
+      return Status::Unavailable("the scheduler ended the job: " + (control_->shutdown()->reason.empty()
+                                                                        ? std::string("finished")
+                                                                        : control_->shutdown()->reason));
     }
     for (uint32_t s = 0; s < sockets_.size(); ++s) {
       if (!readable[s]) continue;
@@ -81,7 +80,8 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
         if (!received->has_value()) break;
         const Message& reply = **received;
         Status valid = VerifyEnvelope(reply);
-        if (!valid.ok()) return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
+        if (!valid.ok())
+          return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
         if (reply.kind() == wire::Body::Error) {
           return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
                                             reply.body<wire::Error>()->reason()->str());
@@ -108,7 +108,9 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name,
   return Status::Ok();
 }
 
-std::vector<size_t> PsClient::OnePerServer() const { return std::vector<size_t>(sockets_.size(), 1); }
+std::vector<size_t> PsClient::OnePerServer() const {
+  return std::vector<size_t>(sockets_.size(), 1);
+}
 
 Status PsClient::InitWeights(const std::vector<const float*>& weights, std::shared_ptr<const void> owner) {
   HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
@@ -178,10 +180,9 @@ Result<PsClient::PullResult> PsClient::Pull(uint64_t clock, bool latest, const s
     request->envelope = sender_->Seal(fbb, wire::Body::Pull, body.Union());
   }));
   PullResult result;
-  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Pull", OnePerServer(),
-                                     [&](uint32_t s, const Message& reply) {
-                                       return AcceptWeights(s, reply, weights, &result);
-                                     }));
+  HETPS_RETURN_IF_ERROR(AwaitReplies(
+      wire::Body::Weights, "Pull", OnePerServer(),
+      [&](uint32_t s, const Message& reply) { return AcceptWeights(s, reply, weights, &result); }));
   HETPS_RETURN_IF_ERROR(CheckAllReceived("Pull"));
   return result;
 }
@@ -249,7 +250,8 @@ Status PsClient::Flush(uint32_t server) {
   out = Outgoing{};
   ++step_messages_[server];
   Status status = Send(sockets_[server], std::move(request));
-  if (!status.ok()) return Status::Unavailable("cannot send to " + ServerName(server) + ": " + status.message());
+  if (!status.ok())
+    return Status::Unavailable("cannot send to " + ServerName(server) + ": " + status.message());
   return Status::Ok();
 }
 
@@ -271,10 +273,9 @@ Result<PsClient::PullResult> PsClient::FinishStep(const std::vector<float*>& wei
   }
   for (uint32_t s = 0; s < sockets_.size(); ++s) HETPS_RETURN_IF_ERROR(Flush(s));
   PullResult result;
-  HETPS_RETURN_IF_ERROR(AwaitReplies(wire::Body::Weights, "Push", step_messages_,
-                                     [&](uint32_t s, const Message& reply) {
-                                       return AcceptWeights(s, reply, weights, &result);
-                                     }));
+  HETPS_RETURN_IF_ERROR(AwaitReplies(
+      wire::Body::Weights, "Push", step_messages_,
+      [&](uint32_t s, const Message& reply) { return AcceptWeights(s, reply, weights, &result); }));
   HETPS_RETURN_IF_ERROR(CheckAllReceived("Push"));
   return result;
 }
@@ -283,8 +284,8 @@ Status PsClient::MarkIdle(uint64_t clock) {
   HETPS_RETURN_IF_ERROR(SendToAll([&](uint32_t s, Message* request) {
     const auto& ids = partitions_of_[s];
     flatbuffers::FlatBufferBuilder fbb(128 + 8 * ids.size());
-    auto body = wire::CreatePushDirect(fbb, clock, /*batch_size=*/0, &ids, nullptr,
-                                       options_.wire_dtype, /*pull=*/false);
+    auto body = wire::CreatePushDirect(fbb, clock, /*batch_size=*/0, &ids, nullptr, options_.wire_dtype,
+                                       /*pull=*/false);
     request->envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
     request->tensors.resize(ids.size());  // empty frames
   }));

@@ -28,8 +28,8 @@ class PsClient {
  public:
   struct Options {
     std::chrono::milliseconds request_timeout{120000};  // a server silent this long is an error
-    wire::DType wire_dtype = wire::DType::F32;  // gradients sent and weights asked for: F32,
-                                                // BF16 or F16
+    wire::DType wire_dtype = wire::DType::F32;          // gradients sent and weights asked for: F32,
+                                                        // BF16 or F16
     // A streamed step sends a server's ready partitions once they hold at least this many
     // bytes (a larger partition goes alone), so small tensors share a message.
     uint64_t coalesce_bytes = uint64_t{1} << 20;
@@ -42,8 +42,8 @@ class PsClient {
   };
 
   // `endpoints[s]` is server s's data endpoint. `sender` and `control` must outlive the client.
-  PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std::string> endpoints,
-           Sender* sender, ControlChannel* control, Options options);
+  PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std::string> endpoints, Sender* sender,
+           ControlChannel* control, Options options);
 
   Status Connect();
 
@@ -58,8 +58,7 @@ class PsClient {
   // samples; batch_size 0 sends none and only takes part in the sync round) and writes the
   // weights that follow the round into `weights`. `owner` keeps the gradients alive until sent.
   // The same as BeginStep, PushTensor for every tensor in order, then FinishStep.
-  Result<PullResult> PushPull(uint64_t clock, uint32_t batch_size,
-                              const std::vector<const float*>& grads,
+  Result<PullResult> PushPull(uint64_t clock, uint32_t batch_size, const std::vector<const float*>& grads,
                               std::shared_ptr<const void> owner, const std::vector<float*>& weights);
 
   // A streamed push-pull step: BeginStep, then PushTensor once for every tensor of the shard map
@@ -113,14 +112,14 @@ class PsClient {
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::vector<uint32_t>> partitions_of_;  // per server
   std::vector<std::vector<uint32_t>> partitions_of_tensor_;
-  std::vector<uint64_t> versions_;                    // per partition: last version pulled
-  std::vector<bool> awaiting_;                        // per partition: weights requested
+  std::vector<uint64_t> versions_;  // per partition: last version pulled
+  std::vector<bool> awaiting_;      // per partition: weights requested
   // The streamed step under way.
   uint64_t step_clock_ = 0;
   uint32_t step_batch_ = 0;
-  std::vector<bool> step_pushed_;                     // per tensor
-  std::vector<Outgoing> outgoing_;                    // per server
-  std::vector<size_t> step_messages_;                 // per server: pushes sent
+  std::vector<bool> step_pushed_;      // per tensor
+  std::vector<Outgoing> outgoing_;     // per server
+  std::vector<size_t> step_messages_;  // per server: pushes sent
 };
 
 }  // namespace hetps

@@ -9,8 +9,8 @@
 #include "common/dtype.h"
 #include "common/job_config.h"
 #include "common/logging.h"
-#include "common/transport.h"
 #include "common/shard_map.h"
+#include "common/transport.h"
 #include "trainer/blas_check.h"
 #include "trainer/chunk_sampler.h"
 #include "trainer/device.h"
@@ -89,8 +89,7 @@ class Pacer {
 // Everything one run of a trainer holds; lives inside Run().
 class Trainer::Session {
  public:
-  Session(zmq::context_t& context, const TrainerOptions& options)
-      : context_(context), options_(options) {}
+  Session(zmq::context_t& context, const TrainerOptions& options) : context_(context), options_(options) {}
 
   Status Run();
 
@@ -133,9 +132,9 @@ class Trainer::Session {
   std::unique_ptr<PsClient> client_;
   std::unique_ptr<ChunkSampler> sampler_;
   Pacer pacer_{options_.slowdown};
-  std::thread::id loop_thread_;       // the thread that owns the sockets
+  std::thread::id loop_thread_;  // the thread that owns the sockets
   bool in_backward_ = false;
-  Status push_status_;                // the first failed push of the step under way
+  Status push_status_;  // the first failed push of the step under way
 
   uint32_t epoch_ = 0;
   uint64_t clock_ = 0;
@@ -208,9 +207,8 @@ Status Trainer::Session::Setup() {
   auto job = ReadJob(*accepted);
   if (!job.ok()) return job.status();
   job_ = *job;
-  HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device
-                  << "; model " << job_.model << ", " << ModeName(job_.mode) << ", batch "
-                  << job_.batch_size;
+  HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device << "; model "
+                  << job_.model << ", " << ModeName(job_.mode) << ", batch " << job_.batch_size;
 
   auto train = LoadFashionMnist(options_.data_dir, DatasetSplit::kTrain);
   if (!train.ok()) return train.status();
@@ -246,7 +244,8 @@ Status Trainer::Session::Setup() {
                             .WithContext("the shard map does not describe this trainer's model"));
   std::vector<std::string> endpoints(map_->num_servers());
   for (const wire::ServerEndpoint* server : *wire_map->servers()) {
-    if (server->rank() >= endpoints.size()) return Status::Protocol("shard map names a server beyond its count");
+    if (server->rank() >= endpoints.size())
+      return Status::Protocol("shard map names a server beyond its count");
     endpoints[server->rank()] = server->endpoint()->str();
   }
   PsClient::Options client_options;
@@ -457,8 +456,7 @@ Status Trainer::Session::Evaluate(const wire::EvalRequest& request) {
   return EvaluateAndReport(request.epoch(), request.final(), 0, weight_version_);
 }
 
-Status Trainer::Session::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot,
-                                           uint64_t version) {
+Status Trainer::Session::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version) {
   const auto start = Clock::now();
   double loss_sum = 0;
   int64_t correct = 0;
@@ -473,10 +471,10 @@ Status Trainer::Session::EvaluateAndReport(uint32_t epoch, bool final, uint32_t 
       std::iota(indices.begin(), indices.end(), begin);
       Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
       torch::Tensor logits = model_->forward(batch.input);
-      loss_sum += torch::nn::functional::cross_entropy(
-                      logits, batch.target,
-                      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-                      .item<double>();
+      loss_sum +=
+          torch::nn::functional::cross_entropy(
+              logits, batch.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+              .item<double>();
       correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
       HETPS_RETURN_IF_ERROR(control_->Service());  // keep the heartbeats going
     }
@@ -487,12 +485,12 @@ Status Trainer::Session::EvaluateAndReport(uint32_t epoch, bool final, uint32_t 
   }
   const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
   const double loss = n > 0 ? loss_sum / n : 0;
-  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n
-                  << " test images: accuracy " << accuracy << ", loss " << loss << " ("
+  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n << " test images: accuracy "
+                  << accuracy << ", loss " << loss << " ("
                   << std::chrono::duration<double>(Clock::now() - start).count() << " s)";
   flatbuffers::FlatBufferBuilder fbb(128);
-  auto body = wire::CreateEvalReport(fbb, epoch, final, version, loss, accuracy,
-                                     static_cast<uint64_t>(n), snapshot);
+  auto body =
+      wire::CreateEvalReport(fbb, epoch, final, version, loss, accuracy, static_cast<uint64_t>(n), snapshot);
   return control_->Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
 }
 
@@ -505,8 +503,8 @@ void Trainer::Session::ReportProgress(bool force) {
   const double loss = last_loss_;
   const double rate = seconds > 0 ? report_samples_ / seconds : 0;
   const double compute_rate = report_compute_seconds_ > 0 ? report_samples_ / report_compute_seconds_ : 0;
-  auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_,
-                                   compute_rate, job_.batch_size);
+  auto body = wire::CreateProgress(fbb, epoch_, clock_, samples_, loss, rate, weight_version_, compute_rate,
+                                   job_.batch_size);
   Status status = control_->Send(sender_.Seal(fbb, wire::Body::Progress, body.Union()));
   if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
   last_report_ = now;

@@ -127,8 +127,7 @@ std::vector<wire::Body> DrainInbox(ControlChannel& channel) {
 
 }  // namespace
 
-CATCH_TEST_CASE("Joining a scheduler that is not there gives up after connect_timeout",
-                "[common][control]") {
+CATCH_TEST_CASE("Joining a scheduler that is not there gives up after connect_timeout", "[common][control]") {
   zmq::context_t context(1);
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(FreePort());
   Sender sender(wire::Role::Server);
@@ -151,8 +150,7 @@ CATCH_TEST_CASE("Joining a scheduler that is not there gives up after connect_ti
   CATCH_CHECK(waited < 4.0);
 }
 
-CATCH_TEST_CASE("Join is resent from the same routing id until the scheduler answers",
-                "[common][control]") {
+CATCH_TEST_CASE("Join is resent from the same routing id until the scheduler answers", "[common][control]") {
   zmq::context_t context(1);
   FakeScheduler fake(context);
   auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender& sender) {
@@ -187,8 +185,7 @@ CATCH_TEST_CASE("Join is resent from the same routing id until the scheduler ans
   CATCH_CHECK(rank == 3);
 }
 
-CATCH_TEST_CASE("A request returns its reply and queues the other messages in order",
-                "[common][control]") {
+CATCH_TEST_CASE("A request returns its reply and queues the other messages in order", "[common][control]") {
   struct Seen {
     Status status;
     uint32_t chunk = 0;
@@ -242,14 +239,12 @@ CATCH_TEST_CASE("A request returns its reply and queues the other messages in or
   CATCH_INFO(seen.status.ToString());
   CATCH_REQUIRE(seen.status.ok());
   CATCH_CHECK(seen.chunk == 9);
-  CATCH_CHECK(seen.inbox ==
-              std::vector<wire::Body>{wire::Body::EvalRequest, wire::Body::Membership});
+  CATCH_CHECK(seen.inbox == std::vector<wire::Body>{wire::Body::EvalRequest, wire::Body::Membership});
   CATCH_REQUIRE(after.has_value());
   CATCH_CHECK(after->env().membership_epoch() == 7);
 }
 
-CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reason",
-                "[common][control]") {
+CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reason", "[common][control]") {
   struct Seen {
     Status status;
     std::vector<std::string> inbox_errors;
@@ -282,10 +277,10 @@ CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reas
   CATCH_REQUIRE(request.has_value());
   const uint64_t seq = request->env().seq();
   // An Error about some other message is not the answer; it waits in the inbox.
-  fake.Reply(*request, fake.sender().MakeError(wire::ErrorCode::Unexpected, "about another message",
-                                               seq + 100));
-  fake.Reply(*request, fake.sender().MakeError(wire::ErrorCode::Refused,
-                                               "model differs: got w [4, 5] float32", seq));
+  fake.Reply(*request,
+             fake.sender().MakeError(wire::ErrorCode::Unexpected, "about another message", seq + 100));
+  fake.Reply(*request,
+             fake.sender().MakeError(wire::ErrorCode::Refused, "model differs: got w [4, 5] float32", seq));
   const Seen seen = member.get();
   CATCH_INFO(seen.status.ToString());
   CATCH_CHECK(seen.status.code() == Status::Code::kFailedPrecondition);
@@ -293,8 +288,7 @@ CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reas
   CATCH_CHECK(seen.inbox_errors == std::vector<std::string>{"about another message"});
 }
 
-CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccepted",
-                "[common][control]") {
+CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccepted", "[common][control]") {
   zmq::context_t context(1);
   FakeScheduler fake(context);
   constexpr auto kServiceFor = milliseconds(1600);
@@ -339,8 +333,7 @@ CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccep
   CATCH_CHECK(median_ms <= 160);
 }
 
-CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requests",
-                "[common][control]") {
+CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requests", "[common][control]") {
   struct Seen {
     Status status;
     std::optional<ShutdownNotice> notice;
@@ -387,8 +380,7 @@ CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requ
   CATCH_CHECK(Contains(seen.status.message(), "server 1 stopped"));
 }
 
-CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes Service fail",
-                "[common][control]") {
+CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes Service fail", "[common][control]") {
   struct Seen {
     Status status;
     double seconds_after_join = 0;

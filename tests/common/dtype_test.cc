@@ -15,15 +15,18 @@ namespace hetps {
 namespace {
 
 std::vector<float> Samples() {
-  std::vector<float> values = {0.0f, -0.0f, 1.0f, -1.0f, 0.1f, 3.14159265f, 65504.0f, -65504.0f,
-                               6.1035156e-05f, 1e-3f, 123456.0f, 1e-30f, 3e38f};
+  std::vector<float> values = {0.0f,      -0.0f,          1.0f,  -1.0f,     0.1f,   3.14159265f, 65504.0f,
+                               -65504.0f, 6.1035156e-05f, 1e-3f, 123456.0f, 1e-30f, 3e38f};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  for (int i = 0; i < 5000; ++i) values.push_back(normal(rng) * std::pow(10.0f, static_cast<float>(i % 9 - 4)));
+  for (int i = 0; i < 5000; ++i)
+    values.push_back(normal(rng) * std::pow(10.0f, static_cast<float>(i % 9 - 4)));
   return values;
 }
 
-bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+bool SameBits(float a, float b) {
+  return std::memcmp(&a, &b, sizeof(float)) == 0;
+}
 
 }  // namespace
 
@@ -55,8 +58,7 @@ CATCH_TEST_CASE("bfloat16 keeps 8 significant bits, rounding to nearest even", "
   CATCH_CHECK(std::isnan(Bf16ToFloat(FloatToBf16(low_nan))));
 }
 
-CATCH_TEST_CASE("float16 keeps 11 significant bits, its range and its subnormals",
-                "[common][dtype]") {
+CATCH_TEST_CASE("float16 keeps 11 significant bits, its range and its subnormals", "[common][dtype]") {
   for (float v : Samples()) {
     const float back = HalfToFloat(FloatToHalf(v));
     CATCH_INFO(v << " -> " << back);
@@ -98,8 +100,8 @@ CATCH_TEST_CASE("Pack, unpack and scale agree with the element conversions", "[c
     ScaleInto(packed.data(), packed.size(), dtype, 2.0f, /*assign=*/false, sum.data());
     ScaleInto(packed.data(), packed.size(), dtype, 0.5f, /*assign=*/true, assigned.data());
     for (size_t i = 0; i < in.size(); ++i) {
-      const float element = dtype == wire::DType::BF16 ? Bf16ToFloat(FloatToBf16(in[i]))
-                                                       : HalfToFloat(FloatToHalf(in[i]));
+      const float element =
+          dtype == wire::DType::BF16 ? Bf16ToFloat(FloatToBf16(in[i])) : HalfToFloat(FloatToHalf(in[i]));
       CATCH_REQUIRE(SameBits(out[i], element));
       CATCH_REQUIRE(SameBits(sum[i], 1.0f + 2.0f * element));
       CATCH_REQUIRE(SameBits(assigned[i], 0.5f * element));

@@ -155,10 +155,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(in_file.size() == JobFileKeys().size());
 }
 
-CATCH_TEST_CASE("Numbers may be written in exponent form and booleans as yes/no",
-                "[common][job_config]") {
-  const JobOptions o =
-      ParseOrFail("max_train_samples: 1e4\noptimizer:\n  name: adam\n  amsgrad: yes\n");
+CATCH_TEST_CASE("Numbers may be written in exponent form and booleans as yes/no", "[common][job_config]") {
+  const JobOptions o = ParseOrFail("max_train_samples: 1e4\noptimizer:\n  name: adam\n  amsgrad: yes\n");
   CATCH_CHECK(o.max_train_samples == 10000);
   CATCH_CHECK(o.optimizer.amsgrad);
   CATCH_CHECK_FALSE(ParseOrFail("optimizer:\n  name: adam\n  amsgrad: off\n").optimizer.amsgrad);
@@ -178,8 +176,7 @@ CATCH_TEST_CASE("An unknown key names the file, the line and the key and lists t
   }
 }
 
-CATCH_TEST_CASE("A bad value names the key, the value and what is allowed",
-                "[common][job_config]") {
+CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[common][job_config]") {
   struct Case {
     std::string yaml;
     std::vector<std::string> parts;
@@ -219,8 +216,7 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed",
       {"optimizer:\n  name: adagrad\n  lr_decay: -0.1\n", {"optimizer.lr_decay", "-0.1", ">= 0"}},
       {"optimizer:\n  name: adagrad\n  initial_accumulator_value: -1\n",
        {"optimizer.initial_accumulator_value", "-1", ">= 0"}},
-      {"optimizer:\n  nesterov: maybe\n",
-       {"job.yaml:2: optimizer.nesterov", "'maybe'", "true or false"}},
+      {"optimizer:\n  nesterov: maybe\n", {"job.yaml:2: optimizer.nesterov", "'maybe'", "true or false"}},
       {"epochs: [1, 2\n", {"job.yaml", "not valid YAML"}},
       {"- epochs\n- 3\n", {"job.yaml", "expected a map"}},
   };
@@ -272,8 +268,7 @@ CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields over
       CATCH_CHECK(o.beta2 == 0.999);
     }
     const OptimizerOptions adagrad =
-        ParseOrFail("optimizer:\n  name: adagrad\n  eps: 1e-6\n  initial_accumulator_value: 0.1\n")
-            .optimizer;
+        ParseOrFail("optimizer:\n  name: adagrad\n  eps: 1e-6\n  initial_accumulator_value: 0.1\n").optimizer;
     CATCH_CHECK(adagrad.eps == 1e-6);
     CATCH_CHECK(adagrad.initial_accumulator_value == 0.1);
   }
@@ -290,8 +285,7 @@ CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields over
 }
 
 CATCH_TEST_CASE("Invalid optimizer combinations are rejected", "[common][job_config]") {
-  RequireRejected("optimizer:\n  name: sgd\n  nesterov: true\n",
-                  {"optimizer.nesterov", "momentum"});
+  RequireRejected("optimizer:\n  name: sgd\n  nesterov: true\n", {"optimizer.nesterov", "momentum"});
   RequireRejected("optimizer:\n  nesterov: true\n  momentum: 0.9\n  dampening: 0.1\n",
                   {"optimizer.nesterov", "dampening"});
   CATCH_CHECK(ParseOrFail("optimizer:\n  nesterov: true\n  momentum: 0.9\n").optimizer.nesterov);
@@ -313,8 +307,8 @@ CATCH_TEST_CASE("Fields are checked against each other", "[common][job_config]")
   CATCH_CHECK(ParseOrFail("trainers: 4\nglobal_batch_size: 4\n").trainers == 4);
   RequireRejected("heartbeat_interval_ms: 1000\nheartbeat_timeout_ms: 1999\n",
                   {"job.yaml", "heartbeat_timeout_ms: 1999", "heartbeat_interval_ms (1000)"});
-  CATCH_CHECK(ParseOrFail("heartbeat_interval_ms: 1000\nheartbeat_timeout_ms: 2000\n")
-                  .heartbeat_timeout_ms == 2000);
+  CATCH_CHECK(ParseOrFail("heartbeat_interval_ms: 1000\nheartbeat_timeout_ms: 2000\n").heartbeat_timeout_ms ==
+              2000);
 
   JobOptions o;
   o.trainers = 10;
@@ -368,9 +362,8 @@ CATCH_TEST_CASE("LoadJobFile reads a file and names it in errors", "[common][job
     CATCH_CHECK(Contains(missing.status().message(), "/nonexistent/dir/job.yaml"));
   }
   CATCH_SECTION("a file on disk") {
-    const std::filesystem::path path =
-        std::filesystem::temp_directory_path() /
-        ("hetps_job_config_test_" + std::to_string(::getpid()) + ".yaml");
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("hetps_job_config_test_" + std::to_string(::getpid()) + ".yaml");
     {
       std::ofstream out(path);
       out << "epochs: 3\nmode: async\n";

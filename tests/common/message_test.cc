@@ -56,8 +56,8 @@ std::vector<TensorInfo> SmallSignature() {
 std::map<wire::Body, KindCase> AllKinds() {
   std::map<wire::Body, KindCase> cases;
   cases[wire::Body::Join] = {[](Builder& fbb) {
-                               return wire::CreateJoinDirect(fbb, wire::Role::Server, "host-a",
-                                                             4242, "tcp://10.0.0.1:7501", "cpu")
+                               return wire::CreateJoinDirect(fbb, wire::Role::Server, "host-a", 4242,
+                                                             "tcp://10.0.0.1:7501", "cpu")
                                    .Union();
                              },
                              [](const Message& m) {
@@ -68,30 +68,30 @@ std::map<wire::Body, KindCase> AllKinds() {
                                CATCH_CHECK(b->endpoint()->str() == "tcp://10.0.0.1:7501");
                                CATCH_CHECK(b->device()->str() == "cpu");
                              }};
-  cases[wire::Body::JoinAccepted] = {
-      [](Builder& fbb) {
-        auto job = wire::CreateTrainerJobDirect(fbb, "cnn", wire::Mode::Async, 3, 32, 99, 512,
-                                                60000, 1000, 250, 120000);
-        return wire::CreateJoinAccepted(fbb, 2, 1000, 15000, job).Union();
-      },
-      [](const Message& m) {
-        const auto* b = m.body<wire::JoinAccepted>();
-        CATCH_CHECK(b->rank() == 2);
-        CATCH_CHECK(b->heartbeat_interval_ms() == 1000);
-        CATCH_CHECK(b->scheduler_timeout_ms() == 15000);
-        const wire::TrainerJob* job = b->job();
-        CATCH_REQUIRE(job != nullptr);
-        CATCH_CHECK(job->model()->str() == "cnn");
-        CATCH_CHECK(job->mode() == wire::Mode::Async);
-        CATCH_CHECK(job->epochs() == 3);
-        CATCH_CHECK(job->batch_size() == 32);
-        CATCH_CHECK(job->seed() == 99);
-        CATCH_CHECK(job->chunk_samples() == 512);
-        CATCH_CHECK(job->train_samples() == 60000);
-        CATCH_CHECK(job->eval_batch_size() == 1000);
-        CATCH_CHECK(job->progress_interval_ms() == 250);
-        CATCH_CHECK(job->request_timeout_ms() == 120000);
-      }};
+  cases[wire::Body::JoinAccepted] = {[](Builder& fbb) {
+                                       auto job =
+                                           wire::CreateTrainerJobDirect(fbb, "cnn", wire::Mode::Async, 3, 32,
+                                                                        99, 512, 60000, 1000, 250, 120000);
+                                       return wire::CreateJoinAccepted(fbb, 2, 1000, 15000, job).Union();
+                                     },
+                                     [](const Message& m) {
+                                       const auto* b = m.body<wire::JoinAccepted>();
+                                       CATCH_CHECK(b->rank() == 2);
+                                       CATCH_CHECK(b->heartbeat_interval_ms() == 1000);
+                                       CATCH_CHECK(b->scheduler_timeout_ms() == 15000);
+                                       const wire::TrainerJob* job = b->job();
+                                       CATCH_REQUIRE(job != nullptr);
+                                       CATCH_CHECK(job->model()->str() == "cnn");
+                                       CATCH_CHECK(job->mode() == wire::Mode::Async);
+                                       CATCH_CHECK(job->epochs() == 3);
+                                       CATCH_CHECK(job->batch_size() == 32);
+                                       CATCH_CHECK(job->seed() == 99);
+                                       CATCH_CHECK(job->chunk_samples() == 512);
+                                       CATCH_CHECK(job->train_samples() == 60000);
+                                       CATCH_CHECK(job->eval_batch_size() == 1000);
+                                       CATCH_CHECK(job->progress_interval_ms() == 250);
+                                       CATCH_CHECK(job->request_timeout_ms() == 120000);
+                                     }};
   cases[wire::Body::RegisterModel] = {
       [](Builder& fbb) {
         return wire::CreateRegisterModel(fbb, SignatureToWire(fbb, SmallSignature())).Union();
@@ -109,12 +109,11 @@ std::map<wire::Body, KindCase> AllKinds() {
             wire::CreateServerEndpointDirect(fbb, 0, "tcp://10.0.0.1:7501"),
             wire::CreateServerEndpointDirect(fbb, 1, "tcp://10.0.0.2:7501")};
         auto servers = fbb.CreateVector(endpoints);
-        auto optimizer =
-            wire::CreateOptimizerConfig(fbb, wire::OptimizerKind::AdamW, 0.002, 0.5, 0.25, true,
-                                        0.01, 0.8, 0.99, 1e-6, true, 0.125, 0.0625);
+        auto optimizer = wire::CreateOptimizerConfig(fbb, wire::OptimizerKind::AdamW, 0.002, 0.5, 0.25, true,
+                                                     0.01, 0.8, 0.99, 1e-6, true, 0.125, 0.0625);
         auto trainers = fbb.CreateVector(std::vector<uint32_t>{0, 2});
-        return wire::CreateShardMap(fbb, 5, tensors, partitions, servers, optimizer,
-                                    wire::Mode::Async, trainers, 4, uint64_t{1} << 26)
+        return wire::CreateShardMap(fbb, 5, tensors, partitions, servers, optimizer, wire::Mode::Async,
+                                    trainers, 4, uint64_t{1} << 26)
             .Union();
       },
       [](const Message& m) {
@@ -148,16 +147,15 @@ std::map<wire::Body, KindCase> AllKinds() {
   cases[wire::Body::ShardReady] = {
       [](Builder& fbb) { return wire::CreateShardReady(fbb).Union(); },
       [](const Message& m) { CATCH_CHECK(m.body<wire::ShardReady>() != nullptr); }};
-  cases[wire::Body::Membership] = {
-      [](Builder& fbb) {
-        const std::vector<uint32_t> trainers = {0, 1, 3};
-        return wire::CreateMembershipDirect(fbb, 9, &trainers).Union();
-      },
-      [](const Message& m) {
-        const auto* b = m.body<wire::Membership>();
-        CATCH_CHECK(b->membership_epoch() == 9);
-        CATCH_CHECK(Vec(b->trainers()) == std::vector<uint32_t>{0, 1, 3});
-      }};
+  cases[wire::Body::Membership] = {[](Builder& fbb) {
+                                     const std::vector<uint32_t> trainers = {0, 1, 3};
+                                     return wire::CreateMembershipDirect(fbb, 9, &trainers).Union();
+                                   },
+                                   [](const Message& m) {
+                                     const auto* b = m.body<wire::Membership>();
+                                     CATCH_CHECK(b->membership_epoch() == 9);
+                                     CATCH_CHECK(Vec(b->trainers()) == std::vector<uint32_t>{0, 1, 3});
+                                   }};
   cases[wire::Body::Heartbeat] = {
       [](Builder& fbb) {
         return wire::CreateHeartbeat(fbb, wire::CreateServerStats(fbb, 7, 8, 9, 10, 11)).Union();
@@ -166,20 +164,17 @@ std::map<wire::Body, KindCase> AllKinds() {
   cases[wire::Body::HeartbeatAck] = {
       [](Builder& fbb) { return wire::CreateHeartbeatAck(fbb).Union(); },
       [](const Message& m) { CATCH_CHECK(m.body<wire::HeartbeatAck>() != nullptr); }};
-  cases[wire::Body::ChunkRequest] = {
-      [](Builder& fbb) {
-        const std::vector<uint32_t> completed = {4, 5};
-        return wire::CreateChunkRequestDirect(fbb, 2, &completed).Union();
-      },
-      [](const Message& m) {
-        const auto* b = m.body<wire::ChunkRequest>();
-        CATCH_CHECK(b->epoch() == 2);
-        CATCH_CHECK(Vec(b->completed()) == std::vector<uint32_t>{4, 5});
-      }};
+  cases[wire::Body::ChunkRequest] = {[](Builder& fbb) {
+                                       const std::vector<uint32_t> completed = {4, 5};
+                                       return wire::CreateChunkRequestDirect(fbb, 2, &completed).Union();
+                                     },
+                                     [](const Message& m) {
+                                       const auto* b = m.body<wire::ChunkRequest>();
+                                       CATCH_CHECK(b->epoch() == 2);
+                                       CATCH_CHECK(Vec(b->completed()) == std::vector<uint32_t>{4, 5});
+                                     }};
   cases[wire::Body::ChunkGrant] = {
-      [](Builder& fbb) {
-        return wire::CreateChunkGrant(fbb, 2, 17, 8704, 9216, true, true).Union();
-      },
+      [](Builder& fbb) { return wire::CreateChunkGrant(fbb, 2, 17, 8704, 9216, true, true).Union(); },
       [](const Message& m) {
         const auto* b = m.body<wire::ChunkGrant>();
         CATCH_CHECK(b->epoch() == 2);
@@ -190,9 +185,7 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->epoch_complete());
       }};
   cases[wire::Body::Progress] = {
-      [](Builder& fbb) {
-        return wire::CreateProgress(fbb, 1, 321, 20480, 0.4375, 1234.5, 320).Union();
-      },
+      [](Builder& fbb) { return wire::CreateProgress(fbb, 1, 321, 20480, 0.4375, 1234.5, 320).Union(); },
       [](const Message& m) {
         const auto* b = m.body<wire::Progress>();
         CATCH_CHECK(b->epoch() == 1);
@@ -202,13 +195,12 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->samples_per_second() == 1234.5);
         CATCH_CHECK(b->weight_version() == 320);
       }};
-  cases[wire::Body::Done] = {
-      [](Builder& fbb) { return wire::CreateDone(fbb, 640, 120000).Union(); },
-      [](const Message& m) {
-        const auto* b = m.body<wire::Done>();
-        CATCH_CHECK(b->clock() == 640);
-        CATCH_CHECK(b->samples() == 120000);
-      }};
+  cases[wire::Body::Done] = {[](Builder& fbb) { return wire::CreateDone(fbb, 640, 120000).Union(); },
+                             [](const Message& m) {
+                               const auto* b = m.body<wire::Done>();
+                               CATCH_CHECK(b->clock() == 640);
+                               CATCH_CHECK(b->samples() == 120000);
+                             }};
   cases[wire::Body::EvalRequest] = {
       [](Builder& fbb) { return wire::CreateEvalRequest(fbb, 2, true).Union(); },
       [](const Message& m) {
@@ -217,9 +209,7 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->final());
       }};
   cases[wire::Body::EvalReport] = {
-      [](Builder& fbb) {
-        return wire::CreateEvalReport(fbb, 2, true, 640, 0.3125, 0.875, 10000).Union();
-      },
+      [](Builder& fbb) { return wire::CreateEvalReport(fbb, 2, true, 640, 0.3125, 0.875, 10000).Union(); },
       [](const Message& m) {
         const auto* b = m.body<wire::EvalReport>();
         CATCH_CHECK(b->epoch() == 2);
@@ -241,42 +231,39 @@ std::map<wire::Body, KindCase> AllKinds() {
         return wire::CreateGoodbye(fbb, wire::CreateServerStats(fbb, 7, 8, 9, 10, 11)).Union();
       },
       [](const Message& m) { CheckStats(m.body<wire::Goodbye>()->server_stats()); }};
-  cases[wire::Body::Error] = {[](Builder& fbb) {
-                                return wire::CreateErrorDirect(fbb, wire::ErrorCode::Refused,
-                                                               "model signature differs", 77)
-                                    .Union();
-                              },
-                              [](const Message& m) {
-                                const auto* b = m.body<wire::Error>();
-                                CATCH_CHECK(b->code() == wire::ErrorCode::Refused);
-                                CATCH_CHECK(b->reason()->str() == "model signature differs");
-                                CATCH_CHECK(b->seq() == 77);
-                              }};
+  cases[wire::Body::Error] = {
+      [](Builder& fbb) {
+        return wire::CreateErrorDirect(fbb, wire::ErrorCode::Refused, "model signature differs", 77).Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::Error>();
+        CATCH_CHECK(b->code() == wire::ErrorCode::Refused);
+        CATCH_CHECK(b->reason()->str() == "model signature differs");
+        CATCH_CHECK(b->seq() == 77);
+      }};
   cases[wire::Body::InitWeights] = {
       [](Builder& fbb) {
         const std::vector<uint32_t> partitions = {0, 1, 2};
         return wire::CreateInitWeightsDirect(fbb, &partitions).Union();
       },
       [](const Message& m) {
-        CATCH_CHECK(Vec(m.body<wire::InitWeights>()->partitions()) ==
-                    std::vector<uint32_t>{0, 1, 2});
+        CATCH_CHECK(Vec(m.body<wire::InitWeights>()->partitions()) == std::vector<uint32_t>{0, 1, 2});
       }};
-  cases[wire::Body::Push] = {[](Builder& fbb) {
-                               const std::vector<uint32_t> partitions = {1, 3};
-                               const std::vector<uint64_t> versions = {11, 12};
-                               return wire::CreatePushDirect(fbb, 12, 32, &partitions, &versions,
-                                                             wire::DType::F16, true)
-                                   .Union();
-                             },
-                             [](const Message& m) {
-                               const auto* b = m.body<wire::Push>();
-                               CATCH_CHECK(b->clock() == 12);
-                               CATCH_CHECK(b->batch_size() == 32);
-                               CATCH_CHECK(Vec(b->partitions()) == std::vector<uint32_t>{1, 3});
-                               CATCH_CHECK(Vec(b->versions()) == std::vector<uint64_t>{11, 12});
-                               CATCH_CHECK(b->dtype() == wire::DType::F16);
-                               CATCH_CHECK(b->pull());
-                             }};
+  cases[wire::Body::Push] = {
+      [](Builder& fbb) {
+        const std::vector<uint32_t> partitions = {1, 3};
+        const std::vector<uint64_t> versions = {11, 12};
+        return wire::CreatePushDirect(fbb, 12, 32, &partitions, &versions, wire::DType::F16, true).Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::Push>();
+        CATCH_CHECK(b->clock() == 12);
+        CATCH_CHECK(b->batch_size() == 32);
+        CATCH_CHECK(Vec(b->partitions()) == std::vector<uint32_t>{1, 3});
+        CATCH_CHECK(Vec(b->versions()) == std::vector<uint64_t>{11, 12});
+        CATCH_CHECK(b->dtype() == wire::DType::F16);
+        CATCH_CHECK(b->pull());
+      }};
   cases[wire::Body::Pull] = {
       [](Builder& fbb) {
         const std::vector<uint32_t> partitions = {1, 3};
@@ -304,16 +291,15 @@ std::map<wire::Body, KindCase> AllKinds() {
       }};
   cases[wire::Body::Ack] = {[](Builder& fbb) { return wire::CreateAck(fbb).Union(); },
                             [](const Message& m) { CATCH_CHECK(m.body<wire::Ack>() != nullptr); }};
-  cases[wire::Body::Rebalance] = {
-      [](Builder& fbb) {
-        const std::vector<uint32_t> sizes = {48, 0, 16};
-        return wire::CreateRebalanceDirect(fbb, 120, &sizes).Union();
-      },
-      [](const Message& m) {
-        const auto* b = m.body<wire::Rebalance>();
-        CATCH_CHECK(b->from_clock() == 120);
-        CATCH_CHECK(Vec(b->batch_sizes()) == std::vector<uint32_t>{48, 0, 16});
-      }};
+  cases[wire::Body::Rebalance] = {[](Builder& fbb) {
+                                    const std::vector<uint32_t> sizes = {48, 0, 16};
+                                    return wire::CreateRebalanceDirect(fbb, 120, &sizes).Union();
+                                  },
+                                  [](const Message& m) {
+                                    const auto* b = m.body<wire::Rebalance>();
+                                    CATCH_CHECK(b->from_clock() == 120);
+                                    CATCH_CHECK(Vec(b->batch_sizes()) == std::vector<uint32_t>{48, 0, 16});
+                                  }};
   return cases;
 }
 
@@ -323,7 +309,9 @@ zmq::message_t Seal(Sender& sender, wire::Body kind, const KindCase& c) {
   return sender.Seal(fbb, kind, body);
 }
 
-void FreeBytes(void* data, void* /*hint*/) { std::free(data); }
+void FreeBytes(void* data, void* /*hint*/) {
+  std::free(data);
+}
 
 // A Message whose envelope is `bytes` in a heap block of exactly that size, so that a read past
 // the end is caught by AddressSanitizer even for envelopes small enough for ZeroMQ to store inline.
@@ -389,8 +377,7 @@ CATCH_TEST_CASE("Sender's ready-made Error and empty messages verify", "[common]
   Sender sender(wire::Role::Server);
   sender.set_rank(1);
   Message error;
-  error.envelope =
-      sender.MakeError(wire::ErrorCode::BadLength, "partition 4: 12 bytes, expected 16", 41);
+  error.envelope = sender.MakeError(wire::ErrorCode::BadLength, "partition 4: 12 bytes, expected 16", 41);
   CATCH_REQUIRE(VerifyEnvelope(error).ok());
   CATCH_CHECK(error.kind() == wire::Body::Error);
   CATCH_CHECK(error.body<wire::Error>()->code() == wire::ErrorCode::BadLength);
@@ -496,15 +483,14 @@ CATCH_TEST_CASE("Random bytes are refused", "[common][message]") {
   }
 }
 
-CATCH_TEST_CASE("An envelope over the size limit is refused before it is parsed",
-                "[common][message]") {
+CATCH_TEST_CASE("An envelope over the size limit is refused before it is parsed", "[common][message]") {
   Sender sender(wire::Role::Scheduler);
   CATCH_SECTION("a caller's limit") {
     Builder fbb;
     const std::string reason(4096, 'x');
     Message message;
-    message.envelope = sender.Seal(fbb, wire::Body::Shutdown,
-                                   wire::CreateShutdownDirect(fbb, true, reason.c_str()).Union());
+    message.envelope =
+        sender.Seal(fbb, wire::Body::Shutdown, wire::CreateShutdownDirect(fbb, true, reason.c_str()).Union());
     CATCH_REQUIRE(VerifyEnvelope(message).ok());
     RequireRefused(message, 1024);
     CATCH_CHECK(VerifyEnvelope(message, 1024).message().find("exceeds") != std::string::npos);
@@ -513,8 +499,8 @@ CATCH_TEST_CASE("An envelope over the size limit is refused before it is parsed"
     Builder fbb;
     const std::string reason(kDefaultMaxEnvelopeBytes, 'x');
     Message message;
-    message.envelope = sender.Seal(fbb, wire::Body::Shutdown,
-                                   wire::CreateShutdownDirect(fbb, true, reason.c_str()).Union());
+    message.envelope =
+        sender.Seal(fbb, wire::Body::Shutdown, wire::CreateShutdownDirect(fbb, true, reason.c_str()).Union());
     CATCH_REQUIRE(message.envelope.size() > kDefaultMaxEnvelopeBytes);
     RequireRefused(message);
     CATCH_CHECK(VerifyEnvelope(message).message().find(std::to_string(kDefaultMaxEnvelopeBytes)) !=

@@ -42,8 +42,7 @@ CATCH_TEST_CASE("An epoch permutation depends only on seed and epoch", "[common]
 
   std::vector<std::vector<int64_t>> distinct;
   for (uint64_t seed : {1ull, 2ull, 7ull, 1234567ull}) {
-    for (uint32_t epoch = 0; epoch < 5; ++epoch)
-      distinct.push_back(EpochPermutation(n, seed, epoch));
+    for (uint32_t epoch = 0; epoch < 5; ++epoch) distinct.push_back(EpochPermutation(n, seed, epoch));
   }
   for (size_t a = 0; a < distinct.size(); ++a) {
     for (size_t b = a + 1; b < distinct.size(); ++b) {
@@ -57,8 +56,7 @@ CATCH_TEST_CASE("An epoch permutation depends only on seed and epoch", "[common]
   CATCH_CHECK(EpochPermutation(n, 7, 0) != identity);
 }
 
-CATCH_TEST_CASE("A known seed and epoch give a fixed order on every machine",
-                "[common][permutation]") {
+CATCH_TEST_CASE("A known seed and epoch give a fixed order on every machine", "[common][permutation]") {
   // Fisher-Yates over SplitMix64 with the seed mixed as seed * 0x100000001b3 + epoch + 1; the
   // values were computed independently of this code.
   CATCH_CHECK(EpochPermutation(10, 1, 0) == std::vector<int64_t>{2, 3, 6, 8, 5, 0, 4, 1, 9, 7});

@@ -10,8 +10,7 @@
 namespace hetps {
 namespace {
 
-TensorInfo Tensor(const std::string& name, std::vector<int64_t> shape,
-                  wire::DType dtype = wire::DType::F32) {
+TensorInfo Tensor(const std::string& name, std::vector<int64_t> shape, wire::DType dtype = wire::DType::F32) {
   TensorInfo t;
   t.name = name;
   t.shape = std::move(shape);
@@ -75,8 +74,7 @@ struct WireMap {
 };
 
 void FinishWireMap(
-    WireMap& out,
-    flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> tensors,
+    WireMap& out, flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> tensors,
     flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::PartitionSpec>>> partitions,
     uint32_t servers) {
   flatbuffers::FlatBufferBuilder& fbb = out.buffer;
@@ -123,9 +121,9 @@ bool Contains(const std::string& text, const std::string& part) {
 
 CATCH_TEST_CASE("Partitions never exceed partition_bytes and tile each tensor exactly",
                 "[common][shard_map]") {
-  const std::vector<TensorInfo> tensors = {
-      Tensor("fc1.weight", {512, 784}), Tensor("fc1.bias", {512}), Tensor("fc2.weight", {10, 512}),
-      Tensor("fc2.bias", {10}), Tensor("scalar", {})};
+  const std::vector<TensorInfo> tensors = {Tensor("fc1.weight", {512, 784}), Tensor("fc1.bias", {512}),
+                                           Tensor("fc2.weight", {10, 512}), Tensor("fc2.bias", {10}),
+                                           Tensor("scalar", {})};
   for (uint64_t partition_bytes : {4ull, 7ull, 40ull, 1000ull, 4096ull, 1ull << 20, 4ull << 20}) {
     CATCH_INFO("partition_bytes " << partition_bytes);
     const ShardMap map = BuildOrFail(tensors, 3, partition_bytes);
@@ -147,8 +145,7 @@ CATCH_TEST_CASE("A tensor with no elements gets no partitions", "[common][shard_
   CATCH_CHECK(map.partitions()[0].tensor == 1);
 }
 
-CATCH_TEST_CASE("Every server's load is within one partition of the ideal mean",
-                "[common][shard_map]") {
+CATCH_TEST_CASE("Every server's load is within one partition of the ideal mean", "[common][shard_map]") {
   std::mt19937_64 rng(20240611);
   std::uniform_int_distribution<uint32_t> server_count(1, 16);
   std::uniform_int_distribution<uint64_t> partition_bytes_dist(4, 4096);
@@ -170,8 +167,7 @@ CATCH_TEST_CASE("Every server's load is within one partition of the ideal mean",
     const double mean = static_cast<double>(total) / servers;
     const std::vector<uint64_t> load = Loads(map);
     for (uint32_t s = 0; s < servers; ++s) {
-      CATCH_INFO("server " << s << " load " << load[s] << ", mean " << mean << ", largest "
-                           << largest);
+      CATCH_INFO("server " << s << " load " << load[s] << ", mean " << mean << ", largest " << largest);
       CATCH_REQUIRE(static_cast<double>(load[s]) <= mean + static_cast<double>(largest));
       CATCH_REQUIRE(static_cast<double>(load[s]) >= mean - static_cast<double>(largest));
       CATCH_REQUIRE(map.BytesOf(s) == load[s] * sizeof(float));
@@ -199,8 +195,7 @@ CATCH_TEST_CASE("The same signature always yields the identical map", "[common][
   }
 }
 
-CATCH_TEST_CASE("Ties go to the lowest rank and equal partitions go in id order",
-                "[common][shard_map]") {
+CATCH_TEST_CASE("Ties go to the lowest rank and equal partitions go in id order", "[common][shard_map]") {
   CATCH_SECTION("three equal partitions on four servers") {
     const ShardMap map = BuildOrFail({Tensor("w", {12})}, 4, 16);
     CATCH_REQUIRE(map.partitions().size() == 3);
@@ -226,10 +221,8 @@ CATCH_TEST_CASE("Ties go to the lowest rank and equal partitions go in id order"
 }
 
 CATCH_TEST_CASE("Build refuses invalid arguments", "[common][shard_map]") {
-  CATCH_CHECK(ShardMap::Build({Tensor("w", {4})}, 0, 16).status().code() ==
-              Status::Code::kInvalidArgument);
-  CATCH_CHECK(ShardMap::Build({Tensor("w", {4})}, 1, 3).status().code() ==
-              Status::Code::kInvalidArgument);
+  CATCH_CHECK(ShardMap::Build({Tensor("w", {4})}, 0, 16).status().code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(ShardMap::Build({Tensor("w", {4})}, 1, 3).status().code() == Status::Code::kInvalidArgument);
   CATCH_CHECK(ShardMap::Build({}, 1, 16).status().code() == Status::Code::kInvalidArgument);
   CATCH_CHECK(ShardMap::Build({Tensor("w", {4}, wire::DType::F16)}, 1, 16).status().code() ==
               Status::Code::kInvalidArgument);
@@ -288,12 +281,10 @@ CATCH_TEST_CASE("FromWire refuses maps that do not tile the tensors or name unkn
     CATCH_REQUIRE(ShardMap::FromWire(wire_map.map()).ok());
   }
   CATCH_SECTION("a gap") {
-    refuse({{0, 0, 4, 0}, {0, 5, 3, 1}, {1, 0, 2, 0}}, 2,
-           {"conv.weight", "starts at 5", "expected 4"});
+    refuse({{0, 0, 4, 0}, {0, 5, 3, 1}, {1, 0, 2, 0}}, 2, {"conv.weight", "starts at 5", "expected 4"});
   }
   CATCH_SECTION("an overlap") {
-    refuse({{0, 0, 4, 0}, {0, 3, 5, 1}, {1, 0, 2, 0}}, 2,
-           {"conv.weight", "starts at 3", "expected 4"});
+    refuse({{0, 0, 4, 0}, {0, 3, 5, 1}, {1, 0, 2, 0}}, 2, {"conv.weight", "starts at 3", "expected 4"});
   }
   CATCH_SECTION("a tensor left short") {
     refuse({{0, 0, 4, 0}, {1, 0, 2, 0}}, 2, {"conv.weight", "covers 4 of 8"});
@@ -310,7 +301,9 @@ CATCH_TEST_CASE("FromWire refuses maps that do not tile the tensors or name unkn
   CATCH_SECTION("an empty partition") {
     refuse({{0, 0, 8, 0}, {1, 0, 0, 0}, {1, 0, 2, 0}}, 2, {"partition 1", "empty"});
   }
-  CATCH_SECTION("no servers") { refuse({{0, 0, 8, 0}, {1, 0, 2, 0}}, 0, {"no servers"}); }
+  CATCH_SECTION("no servers") {
+    refuse({{0, 0, 8, 0}, {1, 0, 2, 0}}, 0, {"no servers"});
+  }
 }
 
 CATCH_TEST_CASE("ValidateSignature names the offending tensor", "[common][shard_map]") {

@@ -101,8 +101,8 @@ CATCH_TEST_CASE("A ROUTER and a DEALER exchange a message with borrowed tensor f
   {
     Builder fbb;
     const std::vector<uint32_t> partitions = {0, 1};
-    push.envelope = trainer.Seal(fbb, wire::Body::Push,
-                                 wire::CreatePushDirect(fbb, 4, 16, &partitions).Union());
+    push.envelope =
+        trainer.Seal(fbb, wire::Body::Push, wire::CreatePushDirect(fbb, 4, 16, &partitions).Union());
   }
   push.tensors.push_back(BorrowFrame(gradient->data(), gradient->size() * sizeof(float), gradient));
   push.tensors.push_back(BorrowFrame(bias->data(), bias->size() * sizeof(float), bias));
@@ -124,11 +124,11 @@ CATCH_TEST_CASE("A ROUTER and a DEALER exchange a message with borrowed tensor f
   CATCH_CHECK(DescribeSender(received->env()) == "trainer 1");
   CATCH_REQUIRE(received->tensors.size() == 2);
   CATCH_REQUIRE(received->tensors[0].size() == expected_gradient.size() * sizeof(float));
-  CATCH_CHECK(std::memcmp(received->tensors[0].data(), expected_gradient.data(),
-                          received->tensors[0].size()) == 0);
+  CATCH_CHECK(
+      std::memcmp(received->tensors[0].data(), expected_gradient.data(), received->tensors[0].size()) == 0);
   CATCH_REQUIRE(received->tensors[1].size() == expected_bias.size() * sizeof(float));
-  CATCH_CHECK(std::memcmp(received->tensors[1].data(), expected_bias.data(),
-                          received->tensors[1].size()) == 0);
+  CATCH_CHECK(std::memcmp(received->tensors[1].data(), expected_bias.data(), received->tensors[1].size()) ==
+              0);
   CATCH_CHECK(Eventually([&] { return gradient_alive.expired() && bias_alive.expired(); }));
 
   // The reply goes back through the routing id.

@@ -22,7 +22,7 @@ void CheckEveryPushAppliedOnce(size_t server_threads) {
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kAsync, 2, kTrainers);
   job.optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   job.optimizer.lr = kLr;
-  job.partition_bytes = 8192;  // 9 partitions over two servers
+  job.partition_bytes = 8192;         // 9 partitions over two servers
   job.global_batch_size = kTrainers;  // each push of one sample steps by lr / kTrainers
   ServerOptions server_options;
   server_options.threads = server_threads;
@@ -32,7 +32,8 @@ void CheckEveryPushAppliedOnce(size_t server_threads) {
   const auto signature = Signature();
   std::vector<std::unique_ptr<testing::ScriptedTrainer>> trainers;
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.push_back(std::make_unique<testing::ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint()));
+    trainers.push_back(
+        std::make_unique<testing::ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint()));
   }
   // Plain SGD adds up the pushes whatever their order: trainer r pushes the constant gradient
   // r + 1 for one sample of the global batch of 3, so the final weights are
@@ -52,8 +53,8 @@ void CheckEveryPushAppliedOnce(size_t server_threads) {
         targets.push_back(weights[i].data());
         grad_data.push_back(grads[i].data());
       }
-      HETPS_RETURN_IF_ERROR(trainer->client().InitWeights(
-          std::vector<const float*>(targets.begin(), targets.end()), nullptr));
+      HETPS_RETURN_IF_ERROR(
+          trainer->client().InitWeights(std::vector<const float*>(targets.begin(), targets.end()), nullptr));
       for (int k = 0; k < kPushes; ++k) {
         auto result = trainer->client().PushPull(k, 1, grad_data, nullptr, targets);
         if (!result.ok()) return result.status();

@@ -44,7 +44,7 @@ zmq::message_t ValidPush(Sender& sender, uint32_t partition, uint64_t clock) {
 }
 
 struct FuzzReport {
-  int answerable_sent = 0;   // messages that deserve an Error reply
+  int answerable_sent = 0;  // messages that deserve an Error reply
   int errors_received = 0;
 };
 

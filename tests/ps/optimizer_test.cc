@@ -41,19 +41,17 @@ std::unique_ptr<torch::optim::Optimizer> MakeTorchOptimizer(const OptimizerOptio
                                                              .nesterov(o.nesterov)
                                                              .weight_decay(o.weight_decay));
     case Kind::kAdam:
-      return std::make_unique<torch::optim::Adam>(params,
-                                                  torch::optim::AdamOptions(o.lr)
-                                                      .betas(std::make_tuple(o.beta1, o.beta2))
-                                                      .eps(o.eps)
-                                                      .weight_decay(o.weight_decay)
-                                                      .amsgrad(o.amsgrad));
+      return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(o.lr)
+                                                              .betas(std::make_tuple(o.beta1, o.beta2))
+                                                              .eps(o.eps)
+                                                              .weight_decay(o.weight_decay)
+                                                              .amsgrad(o.amsgrad));
     case Kind::kAdamW:
-      return std::make_unique<torch::optim::AdamW>(params,
-                                                   torch::optim::AdamWOptions(o.lr)
-                                                       .betas(std::make_tuple(o.beta1, o.beta2))
-                                                       .eps(o.eps)
-                                                       .weight_decay(o.weight_decay)
-                                                       .amsgrad(o.amsgrad));
+      return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(o.lr)
+                                                               .betas(std::make_tuple(o.beta1, o.beta2))
+                                                               .eps(o.eps)
+                                                               .weight_decay(o.weight_decay)
+                                                               .amsgrad(o.amsgrad));
     case Kind::kAdagrad:
       return std::make_unique<torch::optim::Adagrad>(
           params, torch::optim::AdagradOptions(o.lr)
@@ -71,8 +69,7 @@ std::vector<float> ToVector(const torch::Tensor& t) {
 }
 
 torch::Tensor ToTensor(const std::vector<float>& v) {
-  return torch::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())},
-                          torch::kFloat32)
+  return torch::from_blob(const_cast<float*>(v.data()), {static_cast<int64_t>(v.size())}, torch::kFloat32)
       .clone();
 }
 
@@ -97,8 +94,8 @@ Mismatch WorstMismatch(const std::vector<float>& ours, const std::vector<float>&
 // gradient per step. Ours gets (grad, grad_scales[t]) and lr_scales[t]; torch gets the gradient
 // grad_scales[t] * grad and the learning rate lr * lr_scales[t]. Checks the weights after every
 // step.
-void CheckAgainstTorch(const OptimizerOptions& options, size_t n,
-                       const std::vector<float>& grad_scales, const std::vector<float>& lr_scales) {
+void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vector<float>& grad_scales,
+                       const std::vector<float>& lr_scales) {
   auto created = Optimizer::Create(options);
   CATCH_REQUIRE(created.ok());
   const Optimizer& ours = **created;
@@ -125,10 +122,10 @@ void CheckAgainstTorch(const OptimizerOptions& options, size_t n,
     theirs->step();
 
     const Mismatch worst = WorstMismatch(weights, ToVector(param));
-    CATCH_INFO(std::setprecision(9)
-               << OptimizerKindName(options.kind) << " n=" << n << " step " << step
-               << ": worst element " << worst.index << " ours " << worst.ours << " torch "
-               << worst.theirs << " relative error " << worst.relative_error);
+    CATCH_INFO(std::setprecision(9) << OptimizerKindName(options.kind) << " n=" << n << " step " << step
+                                    << ": worst element " << worst.index << " ours " << worst.ours
+                                    << " torch " << worst.theirs << " relative error "
+                                    << worst.relative_error);
     CATCH_CHECK(worst.relative_error <= kTolerance);
   }
 }
@@ -147,7 +144,9 @@ void CheckAllAgainstTorch(const std::vector<std::pair<std::string, OptimizerOpti
   }
 }
 
-OptimizerOptions Options(Kind kind) { return DefaultOptimizerOptions(kind); }
+OptimizerOptions Options(Kind kind) {
+  return DefaultOptimizerOptions(kind);
+}
 
 CATCH_TEST_CASE("SGD matches torch::optim::SGD over several steps", "[ps][optimizer]") {
   std::vector<std::pair<std::string, OptimizerOptions>> cases;
@@ -250,8 +249,7 @@ std::vector<OptimizerOptions> RichOptionsOfEveryKind() {
   return {sgd, nesterov, adam, adamw, adagrad};
 }
 
-CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s * g",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s * g", "[ps][optimizer]") {
   // Fixed and per-step scales, including ones whose product with g is not exact.
   const std::vector<std::vector<float>> scale_sets = {{0.25f}, {3.0f}, {0.37f, 1.9f, 0.01f}};
   for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
@@ -261,8 +259,7 @@ CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s *
   }
 }
 
-CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k", "[ps][optimizer]") {
   // A fixed scale, and a per-step one as a staleness-aware learning rate would give.
   const std::vector<std::vector<float>> scale_sets = {{0.5f}, {1.0f, 0.5f, 0.333f, 0.25f, 2.0f}};
   for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
@@ -272,8 +269,7 @@ CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr
   }
 }
 
-CATCH_TEST_CASE("Apply with both scales equals torch::optim on s * g with lr * k",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE("Apply with both scales equals torch::optim on s * g with lr * k", "[ps][optimizer]") {
   for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
     for (size_t n : kSizes) CheckAgainstTorch(options, n, {0.5f, 2.0f}, {0.8f, 0.3f, 1.0f});
   }
@@ -288,8 +284,7 @@ void CheckRefused(const OptimizerOptions& options, const std::string& field) {
   CATCH_CHECK(created.status().message().find(field) != std::string::npos);
 }
 
-CATCH_TEST_CASE("Create refuses invalid options with a message naming the field",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE("Create refuses invalid options with a message naming the field", "[ps][optimizer]") {
   OptimizerOptions o = Options(Kind::kSgd);
   o.nesterov = true;
   CheckRefused(o, "optimizer.nesterov");
@@ -367,8 +362,7 @@ CATCH_TEST_CASE("state_slots counts the floats of state each optimizer keeps per
   CATCH_CHECK(StateSlots(o) == 1);
 }
 
-CATCH_TEST_CASE("InitState writes zeros, and Adagrad's initial accumulator value",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE("InitState writes zeros, and Adagrad's initial accumulator value", "[ps][optimizer]") {
   constexpr size_t kElements = 37;
   for (OptimizerOptions options : RichOptionsOfEveryKind()) {
     options.initial_accumulator_value = options.kind == Kind::kAdagrad ? 0.75 : 0.0;

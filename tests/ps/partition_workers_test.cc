@@ -89,8 +89,7 @@ CATCH_TEST_CASE("A dispatch over several owners finishes on the I/O thread once 
   CATCH_CHECK(done == 1);
 }
 
-CATCH_TEST_CASE("With one thread a dispatch runs its parts and finishes before returning",
-                "[ps][workers]") {
+CATCH_TEST_CASE("With one thread a dispatch runs its parts and finishes before returning", "[ps][workers]") {
   PartitionWorkers workers(1);
   CATCH_CHECK(workers.wake_fd() == -1);
   std::vector<int> order;

@@ -52,16 +52,16 @@ Result<std::vector<Floats>> Train(testing::ScriptedTrainer& trainer, Consistency
     targets.push_back(weights[t].data());
     grad_data.push_back(grads[t].data());
   }
-  HETPS_RETURN_IF_ERROR(trainer.client().InitWeights(
-      std::vector<const float*>(targets.begin(), targets.end()), nullptr));
+  HETPS_RETURN_IF_ERROR(
+      trainer.client().InitWeights(std::vector<const float*>(targets.begin(), targets.end()), nullptr));
   auto pulled = trainer.client().Pull(0, false, targets);
   if (!pulled.ok()) return pulled.status();
   for (int round = 0; round < kRounds; ++round) {
     for (Floats& g : grads) {
       for (size_t i = 0; i < g.size(); ++i) g[i] = Gradient(mode, trainer.rank(), round, i);
     }
-    auto result = trainer.client().PushPull(round, BatchSize(trainer.rank(), trainers), grad_data,
-                                            nullptr, targets);
+    auto result =
+        trainer.client().PushPull(round, BatchSize(trainer.rank(), trainers), grad_data, nullptr, targets);
     if (!result.ok()) return result.status();
   }
   return weights;
@@ -133,8 +133,9 @@ CATCH_TEST_CASE("Three trainers in sync mode get bitwise the same weights from 3
   CheckSameWeights(ConsistencyMode::kSync, 3, wire::DType::F32);
 }
 
-CATCH_TEST_CASE("Two trainers pushing bfloat16 in sync mode get the same weights from 3 server threads as from 1",
-                "[ps][threads][sync][wire_dtype]") {
+CATCH_TEST_CASE(
+    "Two trainers pushing bfloat16 in sync mode get the same weights from 3 server threads as from 1",
+    "[ps][threads][sync][wire_dtype]") {
   CheckSameWeights(ConsistencyMode::kSync, 2, wire::DType::BF16);
 }
 

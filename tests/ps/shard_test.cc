@@ -23,8 +23,8 @@ struct Snapshot {
   uint64_t version = 0, rounds = 0, pushes = 0;
 
   bool operator==(const Snapshot& o) const {
-    return weights0 == o.weights0 && weights2 == o.weights2 && version == o.version &&
-           rounds == o.rounds && pushes == o.pushes;
+    return weights0 == o.weights0 && weights2 == o.weights2 && version == o.version && rounds == o.rounds &&
+           pushes == o.pushes;
   }
 };
 
@@ -87,8 +87,8 @@ CATCH_TEST_CASE("A sync round is applied when the last live trainer pushes, weig
 
   CATCH_REQUIRE(PushBoth(*shard, 1, 0, 30, kGradB).ok());
   const Floats expected = SgdStep(kInitial, {{10, kGradA}, {30, kGradB}});
-  CATCH_INFO("largest difference from w - lr * (10 g1 + 30 g2) / 40: "
-             << MaxDifference(WeightsOf(*shard, 0), expected));
+  CATCH_INFO("largest difference from w - lr * (10 g1 + 30 g2) / 40: " << MaxDifference(WeightsOf(*shard, 0),
+                                                                                        expected));
   CATCH_CHECK(MaxDifference(WeightsOf(*shard, 0), expected) < 1e-6f);
   CATCH_CHECK(MaxDifference(WeightsOf(*shard, 2), expected) < 1e-6f);
   // The plain mean of the two gradients would be off by far more than the tolerance.
@@ -217,8 +217,7 @@ CATCH_TEST_CASE("A push before the initial weights is refused", "[ps][shard][ini
   CATCH_CHECK_FALSE(shard->PullReady({0}, 0, true));
 }
 
-CATCH_TEST_CASE("A push is checked for every partition before any partition changes",
-                "[ps][shard][sync]") {
+CATCH_TEST_CASE("A push is checked for every partition before any partition changes", "[ps][shard][sync]") {
   const ShardMap map = TestMap();
   auto shard = MakeShard(map, ConsistencyMode::kSync);
   shard->SetLiveTrainers({0});

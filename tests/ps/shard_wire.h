@@ -64,8 +64,7 @@ inline zmq::message_t Frame(const Floats& values) {
 // a received message's frames with the tasks that read them.
 struct WireMessage {
   std::vector<uint8_t> buffer;
-  std::shared_ptr<std::vector<zmq::message_t>> frames =
-      std::make_shared<std::vector<zmq::message_t>>();
+  std::shared_ptr<std::vector<zmq::message_t>> frames = std::make_shared<std::vector<zmq::message_t>>();
 
   template <typename T>
   const T& root() const {
@@ -75,7 +74,7 @@ struct WireMessage {
 
 template <typename T>
 inline WireMessage Finish(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offset<T> root,
-                   const std::vector<Floats>& frames) {
+                          const std::vector<Floats>& frames) {
   fbb.Finish(root);
   WireMessage message;
   message.buffer.assign(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
@@ -89,8 +88,7 @@ inline WireMessage MakePush(uint64_t clock, uint32_t batch_size, std::vector<uin
                             std::vector<uint64_t> versions = {}) {
   flatbuffers::FlatBufferBuilder fbb;
   if (versions.empty()) versions.assign(ids.size(), 0);
-  return Finish(fbb, wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype, true),
-                grads);
+  return Finish(fbb, wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype, true), grads);
 }
 
 inline WireMessage MakeInit(std::vector<uint32_t> ids, const std::vector<Floats>& weights) {
@@ -109,7 +107,7 @@ inline Status Push(Shard& shard, uint32_t trainer, const WireMessage& push) {
 
 // Pushes the same gradient to both partitions of server 0.
 inline Status PushBoth(Shard& shard, uint32_t trainer, uint64_t clock, uint32_t batch_size,
-                const Floats& grad) {
+                       const Floats& grad) {
   return Push(shard, trainer, MakePush(clock, batch_size, {0, 2}, {grad, grad}));
 }
 
@@ -123,9 +121,7 @@ struct BuiltWeights {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<zmq::message_t> frames;
 
-  const wire::Weights& body() const {
-    return *flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer());
-  }
+  const wire::Weights& body() const { return *flatbuffers::GetRoot<wire::Weights>(fbb.GetBufferPointer()); }
 };
 
 // Builds the reply to a pull of `partitions` once the work queued before it has run.

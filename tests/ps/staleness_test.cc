@@ -22,8 +22,7 @@ Floats SgdStep(const Floats& weights, const Floats& grad, float lr_scale) {
 
 // A push of `grad` to both partitions of server 0, computed on weight version `version`.
 Status PushAt(Shard& shard, uint32_t trainer, uint64_t clock, uint64_t version, const Floats& grad) {
-  return Push(shard, trainer,
-              MakePush(clock, 8, {0, 2}, {grad, grad}, wire::DType::F32, {version, version}));
+  return Push(shard, trainer, MakePush(clock, 8, {0, 2}, {grad, grad}, wire::DType::F32, {version, version}));
 }
 
 Status MarkIdle(Shard& shard, uint32_t trainer, uint64_t clock) {
@@ -31,8 +30,8 @@ Status MarkIdle(Shard& shard, uint32_t trainer, uint64_t clock) {
 }
 
 std::unique_ptr<Shard> SspShard(const ShardMap& map, uint32_t staleness) {
-  auto shard = MakeShard(map, ConsistencyMode::kSsp,
-                         [staleness](Shard::Options& o) { o.staleness = staleness; });
+  auto shard =
+      MakeShard(map, ConsistencyMode::kSsp, [staleness](Shard::Options& o) { o.staleness = staleness; });
   shard->SetLiveTrainers({0, 1});
   CATCH_REQUIRE(InitBoth(*shard, Ramp(1, 0)).ok());
   return shard;
@@ -57,8 +56,8 @@ CATCH_TEST_CASE("The staleness-aware rate divides each step by the push's stalen
         uint64_t version;
         float scale;
       };
-      const std::vector<Case> cases = {{0, 0, 1.0f}, {1, 0, 1.0f}, {2, 0, aware ? 0.5f : 1.0f},
-                                       {0, 0, aware ? 1.0f / 3 : 1.0f}};
+      const std::vector<Case> cases = {
+          {0, 0, 1.0f}, {1, 0, 1.0f}, {2, 0, aware ? 0.5f : 1.0f}, {0, 0, aware ? 1.0f / 3 : 1.0f}};
       uint64_t clock = 0;
       for (const Case& c : cases) {
         CATCH_REQUIRE(PushAt(*shard, c.trainer, clock++, c.version, g).ok());
@@ -106,8 +105,7 @@ CATCH_TEST_CASE("A push computed on a version the shard has not reached is refus
   CATCH_CHECK(WeightsOf(*shard, 0) == Ramp(1, 0));
 }
 
-CATCH_TEST_CASE("An ssp pull waits until every live, busy trainer is within the bound",
-                "[ps][shard][ssp]") {
+CATCH_TEST_CASE("An ssp pull waits until every live, busy trainer is within the bound", "[ps][shard][ssp]") {
   const ShardMap map = TestMap();
   const std::vector<uint32_t> both = {0, 2};
   const Floats g = Ramp(0.5f, 0);

@@ -52,8 +52,8 @@ Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster
     (*buffers)->ClearGradients();
     torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
     HostTensors grads = (*buffers)->HostGradients();
-    auto result = trainer.client().PushPull(step, static_cast<uint32_t>(count), grads.data,
-                                            grads.owner, (*buffers)->weight_targets());
+    auto result = trainer.client().PushPull(step, static_cast<uint32_t>(count), grads.data, grads.owner,
+                                            (*buffers)->weight_targets());
     if (!result.ok()) return result.status();
     if (result->round_samples != kGlobalBatch) {
       return Status::Internal("round " + std::to_string(step) + " had " +
@@ -66,9 +66,10 @@ Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster
 }
 
 // The same steps in one process on the concatenated batches.
-std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
-                                      const std::function<std::unique_ptr<torch::optim::Optimizer>(
-                                          std::vector<torch::Tensor>)>& make_optimizer) {
+std::vector<torch::Tensor> TrainAlone(
+    const Dataset& data, uint64_t seed,
+    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>&
+        make_optimizer) {
   auto model = *BuildModel("mlp", seed);
   auto optimizer = make_optimizer(model->parameters());
   for (int step = 0; step < kSteps; ++step) {
@@ -83,10 +84,10 @@ std::vector<torch::Tensor> TrainAlone(const Dataset& data, uint64_t seed,
   return weights;
 }
 
-void CheckEquivalence(const OptimizerOptions& options,
-                      const std::function<std::unique_ptr<torch::optim::Optimizer>(
-                          std::vector<torch::Tensor>)>& make_optimizer,
-                      const Splits& splits = kEven, size_t server_threads = 1) {
+void CheckEquivalence(
+    const OptimizerOptions& options,
+    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<torch::Tensor>)>& make_optimizer,
+    const Splits& splits = kEven, size_t server_threads = 1) {
   auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(data.ok());
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 2, kTrainers);
@@ -99,8 +100,8 @@ void CheckEquivalence(const OptimizerOptions& options,
 
   std::vector<std::future<Result<std::vector<torch::Tensor>>>> trainers;
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.push_back(std::async(std::launch::async,
-                                  [&] { return TrainInCluster(cluster, *data, job.seed, splits); }));
+    trainers.push_back(
+        std::async(std::launch::async, [&] { return TrainInCluster(cluster, *data, job.seed, splits); }));
   }
   std::vector<std::vector<torch::Tensor>> results;
   for (auto& trainer : trainers) {
@@ -144,17 +145,19 @@ void CheckSgdWithMomentum(const Splits& splits, size_t server_threads) {
 
 }  // namespace
 
-CATCH_TEST_CASE("Two trainers in sync mode with SGD and momentum equal one process on the concatenated batches",
-                "[ps][sync]") {
+CATCH_TEST_CASE(
+    "Two trainers in sync mode with SGD and momentum equal one process on the concatenated batches",
+    "[ps][sync]") {
   OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   options.lr = 0.05;
   options.momentum = 0.9;
   options.nesterov = true;
   options.weight_decay = 1e-4;
   CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
-    return std::make_unique<torch::optim::SGD>(
-        params, torch::optim::SGDOptions(options.lr).momentum(options.momentum).nesterov(true).weight_decay(
-                    options.weight_decay));
+    return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(options.lr)
+                                                           .momentum(options.momentum)
+                                                           .nesterov(true)
+                                                           .weight_decay(options.weight_decay));
   });
 }
 

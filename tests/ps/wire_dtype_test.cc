@@ -77,8 +77,7 @@ CATCH_TEST_CASE("A sync round of 16-bit gradients applies exactly the widened va
   }
 }
 
-CATCH_TEST_CASE("An async 16-bit push is applied as its widened gradient",
-                "[ps][shard][wire_dtype]") {
+CATCH_TEST_CASE("An async 16-bit push is applied as its widened gradient", "[ps][shard][wire_dtype]") {
   const ShardMap map = TestMap();
   auto shard = MakeShard(map, ConsistencyMode::kAsync);
   shard->SetLiveTrainers({0});

@@ -40,7 +40,7 @@ CATCH_TEST_CASE("A split is proposed once every trainer has reported past its wa
   CATCH_CHECK_FALSE(balancer.Propose({0, 1}, even).has_value());
   balancer.Observe(0, 3000, 1);
   CATCH_CHECK_FALSE(balancer.Propose({0, 1}, even).has_value());  // trainer 1 still warming up
-  balancer.Observe(1, 0, 1);                                       // these carry no information
+  balancer.Observe(1, 0, 1);                                      // these carry no information
   balancer.Observe(1, 100, 0);
   balancer.Observe(1, std::numeric_limits<double>::quiet_NaN(), 1);
   CATCH_CHECK_FALSE(balancer.Propose({0, 1}, even).has_value());

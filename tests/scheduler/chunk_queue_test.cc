@@ -53,8 +53,7 @@ CATCH_TEST_CASE("A zero chunk size is treated as one sample", "[scheduler][chunk
   CATCH_CHECK(grant.end - grant.begin == 1);
 }
 
-CATCH_TEST_CASE("Trainers of different speeds share every chunk exactly once",
-                "[scheduler][chunk_queue]") {
+CATCH_TEST_CASE("Trainers of different speeds share every chunk exactly once", "[scheduler][chunk_queue]") {
   const uint64_t samples = 10000;
   const uint32_t epochs = 3;
   ChunkQueue queue(samples, 96, epochs);

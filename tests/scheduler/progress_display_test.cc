@@ -41,8 +41,8 @@ class Capture {
   std::FILE* file_;
 };
 
-Member Trainer(uint32_t rank, const std::string& device, uint64_t clock, uint64_t samples,
-               double loss, double samples_per_second) {
+Member Trainer(uint32_t rank, const std::string& device, uint64_t clock, uint64_t samples, double loss,
+               double samples_per_second) {
   Member m;
   m.role = wire::Role::Trainer;
   m.rank = rank;
@@ -170,8 +170,7 @@ CATCH_TEST_CASE("ProgressLines copes with no trainers, no progress and overshoot
   }
 }
 
-CATCH_TEST_CASE("Plain progress output is rate-limited unless forced",
-                "[scheduler][progress_display]") {
+CATCH_TEST_CASE("Plain progress output is rate-limited unless forced", "[scheduler][progress_display]") {
   Capture capture;
   CATCH_CHECK_FALSE(IsTerminal(capture.file()));
   CATCH_SECTION("within the interval") {

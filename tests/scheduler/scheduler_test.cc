@@ -22,10 +22,8 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-const std::vector<TensorInfo> kModel = {{"w", {4, 4}, wire::DType::F32},
-                                        {"b", {4}, wire::DType::F32}};
-const std::vector<TensorInfo> kOtherModel = {{"w", {4, 5}, wire::DType::F32},
-                                             {"b", {4}, wire::DType::F32}};
+const std::vector<TensorInfo> kModel = {{"w", {4, 4}, wire::DType::F32}, {"b", {4}, wire::DType::F32}};
+const std::vector<TensorInfo> kOtherModel = {{"w", {4, 5}, wire::DType::F32}, {"b", {4}, wire::DType::F32}};
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -38,8 +36,7 @@ double SecondsSince(Clock::time_point start) {
 // A server or trainer that the test drives message by message on its own thread.
 class HandMember {
  public:
-  HandMember(zmq::context_t& context, const std::string& scheduler, wire::Role role)
-      : sender_(role) {
+  HandMember(zmq::context_t& context, const std::string& scheduler, wire::Role role) : sender_(role) {
     ControlChannel::Options options;
     options.scheduler = scheduler;
     options.connect_timeout = seconds(10);
@@ -67,8 +64,7 @@ class HandMember {
   // message the scheduler does not serve and waits for the refusal, which the scheduler sends
   // only after handling the earlier messages of this connection, in order.
   Status Barrier() {
-    auto reply = channel_->Request(sender_.MakeEmpty(wire::Body::Ack), wire::Body::HeartbeatAck,
-                                   seconds(10));
+    auto reply = channel_->Request(sender_.MakeEmpty(wire::Body::Ack), wire::Body::HeartbeatAck, seconds(10));
     if (!reply.ok() && Contains(reply.status().message(), "not a request the scheduler serves")) {
       return Status::Ok();
     }
@@ -188,8 +184,7 @@ CATCH_TEST_CASE("A trainer whose model differs is refused naming the tensor, and
   CATCH_CHECK(replacement.map().tensors()[0].shape == std::vector<int64_t>{4, 4});
   const auto* trainers = map->body<wire::ShardMap>()->trainers();
   CATCH_REQUIRE(trainers != nullptr);
-  CATCH_CHECK(std::vector<uint32_t>(trainers->begin(), trainers->end()) ==
-              std::vector<uint32_t>{0, 1});
+  CATCH_CHECK(std::vector<uint32_t>(trainers->begin(), trainers->end()) == std::vector<uint32_t>{0, 1});
   cluster.Stop();
 }
 
@@ -257,9 +252,8 @@ CATCH_TEST_CASE("A job whose members do not all join fails after join_timeout_s,
   CATCH_INFO(status.ToString());
   CATCH_REQUIRE_FALSE(status.ok());
   CATCH_CHECK(status.code() != Status::Code::kTimeout);
-  CATCH_CHECK(Contains(
-      status.message(),
-      "only 1 of 1 servers and 1 of 2 trainers joined within 1 s (join_timeout_s)"));
+  CATCH_CHECK(Contains(status.message(),
+                       "only 1 of 1 servers and 1 of 2 trainers joined within 1 s (join_timeout_s)"));
   CATCH_CHECK(waited >= 1.0);
   CATCH_CHECK(waited < 8.0);
   CATCH_CHECK_FALSE(cluster.summary().ok);
@@ -270,8 +264,7 @@ CATCH_TEST_CASE("A job whose members do not all join fails after join_timeout_s,
   CATCH_CHECK(Contains(cluster.server_results()[0].message(), "join_timeout_s"));
 }
 
-CATCH_TEST_CASE("The only trainer going silent is declared dead and fails the job",
-                "[scheduler][liveness]") {
+CATCH_TEST_CASE("The only trainer going silent is declared dead and fails the job", "[scheduler][liveness]") {
   testing::LocalCluster cluster(QuickDeathJob(1, 1));
   CATCH_REQUIRE(cluster.Start().ok());
   testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
@@ -283,8 +276,7 @@ CATCH_TEST_CASE("The only trainer going silent is declared dead and fails the jo
   CATCH_INFO(status.ToString());
   CATCH_REQUIRE_FALSE(status.ok());
   CATCH_CHECK(status.code() != Status::Code::kTimeout);
-  CATCH_CHECK(
-      Contains(status.message(), "every trainer has stopped; the last was trainer 0 (cpu on"));
+  CATCH_CHECK(Contains(status.message(), "every trainer has stopped; the last was trainer 0 (cpu on"));
   CATCH_CHECK(SecondsSince(silent_since) >= 0.5);
   CATCH_REQUIRE(cluster.summary().trainer_details.size() == 1);
   CATCH_CHECK_FALSE(cluster.summary().trainer_details[0].alive);
@@ -375,9 +367,8 @@ CATCH_TEST_CASE("A finished job's run summary has its figures and is written as 
 
   const std::string text = s.ToJson();
   const nlohmann::json json = nlohmann::json::parse(text);
-  for (const char* key : {"mode", "servers", "trainers", "steps", "samples_per_second",
-                          "wall_seconds", "final_test_loss", "final_test_accuracy",
-                          "weight_version"}) {
+  for (const char* key : {"mode", "servers", "trainers", "steps", "samples_per_second", "wall_seconds",
+                          "final_test_loss", "final_test_accuracy", "weight_version"}) {
     CATCH_INFO(key);
     CATCH_CHECK(json.contains(key));
   }

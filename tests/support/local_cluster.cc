@@ -100,8 +100,7 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
     endpoints[server->rank()] = server->endpoint()->str();
   }
   client_options.wire_dtype = wire_map->wire_dtype();  // as the job says, like a real trainer
-  client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(),
-                                       client_options);
+  client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
   return client_->Connect();
 }
 

@@ -26,8 +26,7 @@
 namespace hetps::testing {
 
 // A job for tests: listens on a free port, no progress display, short timeouts.
-JobOptions TestJob(const std::string& model, ConsistencyMode mode, uint32_t servers,
-                   uint32_t trainers);
+JobOptions TestJob(const std::string& model, ConsistencyMode mode, uint32_t servers, uint32_t trainers);
 
 class LocalCluster {
  public:

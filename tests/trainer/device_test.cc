@@ -1,5 +1,5 @@
-#include "trainer/blas_check.h"
 #include "trainer/device.h"
+#include "trainer/blas_check.h"
 
 #include <torch/torch.h>
 
@@ -26,8 +26,7 @@ std::vector<std::string> CommonLibraries() {
   };
 }
 
-std::vector<std::string> With(std::vector<std::string> paths,
-                              const std::vector<std::string>& more) {
+std::vector<std::string> With(std::vector<std::string> paths, const std::vector<std::string>& more) {
   paths.insert(paths.end(), more.begin(), more.end());
   return paths;
 }
@@ -41,15 +40,13 @@ CATCH_TEST_CASE("The device spec cpu selects the CPU", "[trainer][device]") {
   CATCH_CHECK(DeviceDescription(*device) == "cpu");
 }
 
-CATCH_TEST_CASE("The device spec auto falls back to the CPU on a machine without GPUs",
-                "[trainer][device]") {
+CATCH_TEST_CASE("The device spec auto falls back to the CPU on a machine without GPUs", "[trainer][device]") {
   Result<torch::Device> device = SelectDevice("auto");
   CATCH_REQUIRE(device.ok());
   CATCH_CHECK(device->type() == torch::kCPU);
 }
 
-CATCH_TEST_CASE("The device specs cuda and mps are unavailable here, with the reason",
-                "[trainer][device]") {
+CATCH_TEST_CASE("The device specs cuda and mps are unavailable here, with the reason", "[trainer][device]") {
   for (const std::string spec : {"cuda", "cuda:0", "cuda:3", "mps"}) {
     Result<torch::Device> device = SelectDevice(spec);
     CATCH_REQUIRE_FALSE(device.ok());
@@ -63,10 +60,8 @@ CATCH_TEST_CASE("The device specs cuda and mps are unavailable here, with the re
   }
 }
 
-CATCH_TEST_CASE("Malformed device specs are invalid arguments naming the spec",
-                "[trainer][device]") {
-  for (const std::string spec :
-       {"gpu", "cuda:x", "cuda:", "cuda:-1", "cuda:1x", "CPU", " cpu", ""}) {
+CATCH_TEST_CASE("Malformed device specs are invalid arguments naming the spec", "[trainer][device]") {
+  for (const std::string spec : {"gpu", "cuda:x", "cuda:", "cuda:-1", "cuda:1x", "CPU", " cpu", ""}) {
     Result<torch::Device> device = SelectDevice(spec);
     CATCH_REQUIRE_FALSE(device.ok());
     const std::string& message = device.status().message();
@@ -127,8 +122,7 @@ CATCH_TEST_CASE("OpenBLAS and other optimised BLAS libraries give no warning", "
   CATCH_CHECK(ClassifyBlas({"/usr/lib/x86_64-linux-gnu/blas/README"}) == BlasKind::kNotLoaded);
 }
 
-CATCH_TEST_CASE("This process has LibTorch's BLAS mapped and the check agrees with it",
-                "[trainer][blas]") {
+CATCH_TEST_CASE("This process has LibTorch's BLAS mapped and the check agrees with it", "[trainer][blas]") {
   // No tensor work before this point: Debian's libtorch_cpu links libblas.so.3 directly, so the
   // library is mapped from start-up and the check needs no warm-up matmul.
   const std::vector<std::string> mapped = MappedFilePaths();

@@ -2,8 +2,8 @@
 
 #include <torch/torch.h>
 
-#include <catch2/catch.hpp>
 #include <zlib.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -25,8 +25,7 @@ const Dataset& TrainSplit() {
   static const Dataset data = [] {
     const auto start = std::chrono::steady_clock::now();
     Result<Dataset> loaded = LoadFashionMnist(kDataDir, DatasetSplit::kTrain);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     CATCH_INFO("loading the train split took " << seconds << " s");
     CATCH_REQUIRE(loaded.ok());
     std::printf("Fashion-MNIST train split loaded in %.3f s\n", seconds);
@@ -80,8 +79,7 @@ std::vector<unsigned char> ReadFile(const std::string& path) {
 
 void WriteFile(const std::string& path, const std::vector<unsigned char>& bytes) {
   std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   CATCH_REQUIRE(out.good());
 }
 
@@ -99,7 +97,9 @@ std::vector<unsigned char> IdxHeader(uint32_t magic, const std::vector<uint32_t>
 
 // Pixel `i` of a synthetic split: hashed so that the gzip stream is about as long as the pixels
 // and cutting it in half lands in the pixel data.
-unsigned char PixelValue(uint32_t i) { return static_cast<unsigned char>((i * 2654435761u) >> 24); }
+unsigned char PixelValue(uint32_t i) {
+  return static_cast<unsigned char>((i * 2654435761u) >> 24);
+}
 
 // A well-formed pair of split files holding `count` images and the given labels.
 void WriteSplit(const TempDir& dir, const std::string& prefix, const std::vector<uint8_t>& labels) {
@@ -132,8 +132,7 @@ CATCH_TEST_CASE("Fashion-MNIST train split has 60000 labelled 28x28 images", "[t
   CATCH_CHECK(torch::all(per_class == 6000).item<bool>());
 }
 
-CATCH_TEST_CASE("Fashion-MNIST test split has 10000 images covering all ten classes",
-                "[trainer][data]") {
+CATCH_TEST_CASE("Fashion-MNIST test split has 10000 images covering all ten classes", "[trainer][data]") {
   const Dataset& data = TestSplit();
   CATCH_CHECK(data.size() == 10000);
   CATCH_CHECK(data.images.sizes() == torch::IntArrayRef({10000, 28, 28}));
@@ -169,8 +168,7 @@ CATCH_TEST_CASE("MakeBatch gathers the chosen samples as normalised floats", "[t
 
   for (size_t row = 0; row < indices.size(); ++row) {
     CATCH_CHECK(batch.target[row].item<int64_t>() == data.labels[indices[row]].item<int64_t>());
-    torch::Tensor expected =
-        (data.images[indices[row]].to(torch::kFloat) / 255.0 - 0.2860) / 0.3530;
+    torch::Tensor expected = (data.images[indices[row]].to(torch::kFloat) / 255.0 - 0.2860) / 0.3530;
     CATCH_CHECK(torch::allclose(batch.input[row][0], expected, 1e-5, 1e-5));
   }
   // A black pixel and a white one land at the ends of the normalised range.
@@ -182,8 +180,7 @@ CATCH_TEST_CASE("MakeBatch gathers the chosen samples as normalised floats", "[t
   CATCH_CHECK(empty.target.numel() == 0);
 }
 
-CATCH_TEST_CASE("A small well-formed split written with zlib loads back exactly",
-                "[trainer][data]") {
+CATCH_TEST_CASE("A small well-formed split written with zlib loads back exactly", "[trainer][data]") {
   TempDir dir;
   WriteSplit(dir, "t10k", {3, 0, 9});
   Result<Dataset> loaded = LoadFashionMnist(dir.path(), DatasetSplit::kTest);
@@ -194,8 +191,7 @@ CATCH_TEST_CASE("A small well-formed split written with zlib loads back exactly"
   CATCH_CHECK(loaded->images[2][27][27].item<uint8_t>() == PixelValue(3 * 784 - 1));
 }
 
-CATCH_TEST_CASE("Loading from a directory without the files names the missing file",
-                "[trainer][data]") {
+CATCH_TEST_CASE("Loading from a directory without the files names the missing file", "[trainer][data]") {
   TempDir dir;
   Result<Dataset> loaded = LoadFashionMnist(dir.path(), DatasetSplit::kTrain);
   CATCH_REQUIRE_FALSE(loaded.ok());
@@ -244,8 +240,7 @@ CATCH_TEST_CASE("Damaged Fashion-MNIST files give errors naming the file and the
     WriteGz(images, short_images);
     const std::string message = error_of_train();
     CATCH_CHECK(Contains(message, images));
-    CATCH_CHECK(
-        Contains(message, "truncated: expected 3136 bytes of pixel data for 4 images, got 1000"));
+    CATCH_CHECK(Contains(message, "truncated: expected 3136 bytes of pixel data for 4 images, got 1000"));
   }
   CATCH_SECTION("a file that is not gzip") {
     WriteFile(images, IdxHeader(0x803, {4, 28, 28}));

@@ -55,8 +55,7 @@ CATCH_TEST_CASE("The mlp has fc1, fc2 and fc3 with 535,818 parameters", "[traine
   CATCH_CHECK(ParameterCount(*model) == 535818);
 }
 
-CATCH_TEST_CASE("The cnn has conv1, conv2, fc1 and fc2 with 1,663,370 parameters",
-                "[trainer][models]") {
+CATCH_TEST_CASE("The cnn has conv1, conv2, fc1 and fc2 with 1,663,370 parameters", "[trainer][models]") {
   std::shared_ptr<Model> model = Build("cnn", 1);
   const std::vector<std::pair<std::string, std::vector<int64_t>>> expected = {
       {"conv1.weight", {32, 1, 5, 5}},  {"conv1.bias", {32}},
@@ -94,8 +93,7 @@ CATCH_TEST_CASE("The same seed gives identical weights and another seed differen
   }
 }
 
-CATCH_TEST_CASE("An unknown model name is rejected with the list of built-in models",
-                "[trainer][models]") {
+CATCH_TEST_CASE("An unknown model name is rejected with the list of built-in models", "[trainer][models]") {
   Result<std::shared_ptr<Model>> model = BuildModel("resnet", 1);
   CATCH_REQUIRE_FALSE(model.ok());
   CATCH_CHECK(model.status().code() == Status::Code::kInvalidArgument);
@@ -114,8 +112,7 @@ CATCH_TEST_CASE("A few SGD steps on one small batch reduce the loss of each buil
     CATCH_INFO("model " << name);
     std::shared_ptr<Model> model = Build(name, 5);
     torch::optim::SGD optimizer(model->parameters(), torch::optim::SGDOptions(0.05));
-    const float initial_loss =
-        torch::cross_entropy_loss(model->forward(input), target).item<float>();
+    const float initial_loss = torch::cross_entropy_loss(model->forward(input), target).item<float>();
     for (int step = 0; step < 5; ++step) {
       optimizer.zero_grad();
       torch::cross_entropy_loss(model->forward(input), target).backward();

@@ -84,9 +84,8 @@ std::vector<Run> TrainJob(const Dataset& data, bool stream, uint64_t coalesce_by
   CATCH_REQUIRE(cluster.Start().ok());
   std::vector<std::future<Result<Run>>> trainers;
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.push_back(std::async(std::launch::async, [&] {
-      return Train(cluster, data, job.seed, stream, coalesce_bytes);
-    }));
+    trainers.push_back(std::async(std::launch::async,
+                                  [&] { return Train(cluster, data, job.seed, stream, coalesce_bytes); }));
   }
   std::vector<Run> runs;
   for (auto& trainer : trainers) {
@@ -101,8 +100,9 @@ std::vector<Run> TrainJob(const Dataset& data, bool stream, uint64_t coalesce_by
 
 }  // namespace
 
-CATCH_TEST_CASE("Gradients pushed as backward produces them give exactly the weights of pushing after backward",
-                "[trainer][ps_client][sync][overlap]") {
+CATCH_TEST_CASE(
+    "Gradients pushed as backward produces them give exactly the weights of pushing after backward",
+    "[trainer][ps_client][sync][overlap]") {
   auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(data.ok());
   const std::vector<Run> after = TrainJob(*data, /*stream=*/false, uint64_t{1} << 20);

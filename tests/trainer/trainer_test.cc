@@ -131,8 +131,8 @@ CATCH_TEST_CASE("ssp keeps every trainer within the staleness bound of the slowe
 }
 
 CATCH_TEST_CASE("ssp with staleness 0 runs in lock-step", "[trainer][ssp]") {
-  const RunSummary summary = RunJob(ConsistencyMode::kSsp, 2, 2, 2000, {1.0, 3.0},
-                                    [](JobOptions& job) { job.staleness = 0; });
+  const RunSummary summary =
+      RunJob(ConsistencyMode::kSsp, 2, 2, 2000, {1.0, 3.0}, [](JobOptions& job) { job.staleness = 0; });
   CheckEpochs(summary, 2, 2000);
   CATCH_CHECK(summary.max_clock_gap == 0);
   // Each push was computed on the weights of the previous clock, then at most the other
@@ -142,13 +142,12 @@ CATCH_TEST_CASE("ssp with staleness 0 runs in lock-step", "[trainer][ssp]") {
 
 CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the global batch",
                 "[trainer][sync][balance][heterogeneous]") {
-  const RunSummary summary =
-      RunJob(ConsistencyMode::kSync, 2, 2, 20000, {1.0, 6.0}, [](JobOptions& job) {
-        job.balance = Balance::kSpeed;
-        job.global_batch_size = 256;
-        job.chunk_samples = 512;
-        job.eval_interval_samples = 8000;
-      });
+  const RunSummary summary = RunJob(ConsistencyMode::kSync, 2, 2, 20000, {1.0, 6.0}, [](JobOptions& job) {
+    job.balance = Balance::kSpeed;
+    job.global_batch_size = 256;
+    job.chunk_samples = 512;
+    job.eval_interval_samples = 8000;
+  });
   CheckEpochs(summary, 2, 20000);
   CATCH_REQUIRE(summary.trainer_details.size() == 2);
   CATCH_CHECK(summary.trainer_details[0].steps == summary.trainer_details[1].steps);
@@ -199,15 +198,15 @@ CATCH_TEST_CASE("Balanced sync shares converge to the trainers' speed ratio with
   const size_t slow = summary.batch_share[0] < summary.batch_share[1] ? 0 : 1;
   const double expected_slow = 1 / (1 + kSlowdown);
   CATCH_CHECK(std::abs(summary.batch_share[slow] - expected_slow) <= 0.15 * expected_slow);
-  CATCH_CHECK(std::abs(summary.batch_share[1 - slow] - (1 - expected_slow)) <=
-              0.15 * (1 - expected_slow));
+  CATCH_CHECK(std::abs(summary.batch_share[1 - slow] - (1 - expected_slow)) <= 0.15 * (1 - expected_slow));
   // And it trained the smaller part of the epoch.
   CATCH_REQUIRE(summary.trainer_details.size() == 2);
   CATCH_CHECK(summary.trainer_details[slow].samples < summary.trainer_details[1 - slow].samples);
 }
 
-CATCH_TEST_CASE("A trainer that pushes during backward ends with exactly the weights of one that pushes after",
-                "[trainer][sync][overlap]") {
+CATCH_TEST_CASE(
+    "A trainer that pushes during backward ends with exactly the weights of one that pushes after",
+    "[trainer][sync][overlap]") {
   // One trainer takes every chunk in order, so both runs see the same batches; small partitions
   // spread each layer over both servers.
   std::vector<RunSummary> summaries;
@@ -231,8 +230,8 @@ CATCH_TEST_CASE("Gradients and weights travelling as bfloat16 or float16 still t
                 "[trainer][wire_dtype]") {
   for (wire::DType dtype : {wire::DType::BF16, wire::DType::F16}) {
     CATCH_INFO(static_cast<int>(dtype));
-    const RunSummary summary = RunJob(ConsistencyMode::kSync, 2, 2, 3000, {},
-                                      [dtype](JobOptions& job) { job.wire_dtype = dtype; });
+    const RunSummary summary =
+        RunJob(ConsistencyMode::kSync, 2, 2, 3000, {}, [dtype](JobOptions& job) { job.wire_dtype = dtype; });
     CheckEpochs(summary, 2, 3000);
   }
 }
