@@ -12,8 +12,8 @@
 #include <numeric>
 
 #include "common/cli.h"
-#include "trainer/fashion_mnist.h"
-#include "trainer/models.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/models/models.h"
 
 int main(int argc, char** argv) {
   std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist";

@@ -9,9 +9,9 @@
 #include <future>
 
 #include "tests/support/local_cluster.h"
-#include "trainer/fashion_mnist.h"
-#include "trainer/model_buffers.h"
-#include "trainer/models.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/device/model_buffers.h"
+#include "trainer/models/models.h"
 
 namespace hetps {
 namespace {

@@ -1,4 +1,4 @@
-#include "trainer/fashion_mnist.h"
+#include "trainer/data/fashion_mnist.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "trainer/device.h"
+#include "trainer/device/device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>

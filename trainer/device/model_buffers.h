@@ -15,7 +15,7 @@
 
 #include "common/shard_map.h"
 #include "common/status.h"
-#include "trainer/models.h"
+#include "trainer/models/models.h"
 
 namespace hetps {
 

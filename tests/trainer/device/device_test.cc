@@ -1,5 +1,5 @@
-#include "trainer/device.h"
-#include "trainer/blas_check.h"
+#include "trainer/device/device.h"
+#include "trainer/device/blas_check.h"
 
 #include <torch/torch.h>
 

@@ -1,4 +1,4 @@
-#include "trainer/blas_check.h"
+#include "trainer/device/blas_check.h"
 
 #include <fstream>
 #include <set>

@@ -1,4 +1,4 @@
-#include "trainer/models.h"
+#include "trainer/models/models.h"
 
 #include <mutex>
 

@@ -1,4 +1,4 @@
-#include "trainer/model_buffers.h"
+#include "trainer/device/model_buffers.h"
 
 #include <torch/torch.h>
 

@@ -1,0 +1,98 @@
+#include "trainer/evaluator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+
+#include <torch/torch.h>
+
+#include "common/logging.h"
+#include "trainer/device/device.h"
+
+namespace hetps {
+
+Evaluator::Evaluator(Model& model, ModelBuffers& buffers, PsClient& client, ControlChannel& control,
+                     Sender& sender, const Dataset& test, torch::Device device, Options options)
+    : model_(model),
+      buffers_(buffers),
+      client_(client),
+      control_(control),
+      sender_(sender),
+      test_(test),
+      device_(device),
+      options_(std::move(options)) {}
+
+Result<uint64_t> Evaluator::Handle(const wire::EvalRequest& request, uint64_t clock) {
+  if (request.snapshot() > 0) {
+    HETPS_ASSIGN_OR_RETURN(const uint64_t version, PullLatest(clock));
+    Snapshot snapshot{request.snapshot(), request.epoch(), version, {}};
+    const auto& targets = buffers_.weight_targets();
+    for (size_t t = 0; t < targets.size(); ++t) {
+      const float* data = targets[t];
+      snapshot.weights.emplace_back(data, data + buffers_.signature()[t].numel());
+    }
+    snapshots_.push_back(std::move(snapshot));
+    return version;
+  }
+  if (request.final()) {
+    // The snapshots first, each loaded into the model in turn; the pull below restores the newest.
+    for (const Snapshot& snapshot : snapshots_) {
+      for (size_t t = 0; t < snapshot.weights.size(); ++t) {
+        std::copy(snapshot.weights[t].begin(), snapshot.weights[t].end(), buffers_.weight_targets()[t]);
+      }
+      buffers_.CommitWeights();
+      HETPS_RETURN_IF_ERROR(EvaluateAndReport(snapshot.epoch, false, snapshot.id, snapshot.version));
+    }
+    snapshots_.clear();
+  }
+  HETPS_ASSIGN_OR_RETURN(const uint64_t version, PullLatest(clock));
+  HETPS_RETURN_IF_ERROR(EvaluateAndReport(request.epoch(), request.final(), 0, version));
+  return version;
+}
+
+Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
+  auto pulled = client_.Pull(clock, /*latest=*/true, buffers_.weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  buffers_.CommitWeights();
+  return pulled->weight_version;
+}
+
+Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version) {
+  const auto start = std::chrono::steady_clock::now();
+  double loss_sum = 0;
+  int64_t correct = 0;
+  const int64_t n = test_.size();
+  std::vector<int64_t> indices;
+  try {
+    torch::NoGradGuard no_grad;
+    model_.eval();
+    for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
+      const int64_t end = std::min<int64_t>(n, begin + options_.batch_size);
+      indices.resize(static_cast<size_t>(end - begin));
+      std::iota(indices.begin(), indices.end(), begin);
+      Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
+      torch::Tensor logits = model_.forward(batch.input);
+      loss_sum +=
+          torch::nn::functional::cross_entropy(
+              logits, batch.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
+              .item<double>();
+      correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
+      HETPS_RETURN_IF_ERROR(control_.Service());  // keep the heartbeats going
+    }
+    model_.train();
+  } catch (const c10::Error& e) {
+    return Status::Internal("LibTorch failed evaluating model " + options_.model_name + " on " +
+                            DeviceDescription(device_) + ": " + e.what_without_backtrace());
+  }
+  const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
+  const double loss = n > 0 ? loss_sum / n : 0;
+  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n << " test images: accuracy "
+                  << accuracy << ", loss " << loss << " ("
+                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s)";
+  flatbuffers::FlatBufferBuilder fbb(128);
+  auto body =
+      wire::CreateEvalReport(fbb, epoch, final, version, loss, accuracy, static_cast<uint64_t>(n), snapshot);
+  return control_.Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
+}
+
+}  // namespace hetps

@@ -1,0 +1,26 @@
+#include "trainer/job_info.h"
+
+#include <algorithm>
+
+namespace hetps {
+
+Result<JobInfo> ReadJob(const Message& accepted) {
+  const wire::TrainerJob* job = accepted.body<wire::JoinAccepted>()->job();
+  if (job == nullptr) return Status::Protocol("the scheduler admitted this trainer without a job");
+  JobInfo info;
+  info.model = job->model()->str();
+  info.mode = FromWire(job->mode());
+  info.epochs = job->epochs();
+  info.batch_size = job->batch_size();
+  info.seed = job->seed();
+  info.train_samples = job->train_samples();
+  info.eval_batch_size = std::max<uint32_t>(job->eval_batch_size(), 1);
+  info.progress_interval = std::chrono::milliseconds(job->progress_interval_ms());
+  info.request_timeout = std::chrono::milliseconds(job->request_timeout_ms());
+  if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
+    return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
+  }
+  return info;
+}
+
+}  // namespace hetps

@@ -1,0 +1,31 @@
+// JobInfo: what the scheduler told a trainer about the job when admitting it (JoinAccepted's
+// TrainerJob), as plain values. ReadJob checks it; a value type, used by the trainer's loop thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "common/job_config.h"
+#include "common/message.h"
+#include "common/status.h"
+
+namespace hetps {
+
+struct JobInfo {
+  std::string model;
+  ConsistencyMode mode = ConsistencyMode::kSync;
+  uint32_t epochs = 1;
+  uint32_t batch_size = 1;  // this trainer's samples per step; balance: speed changes it
+  uint64_t seed = 0;
+  uint64_t train_samples = 0;
+  uint32_t eval_batch_size = 1000;
+  std::chrono::milliseconds progress_interval{1000};
+  std::chrono::milliseconds request_timeout{120000};
+};
+
+// The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or
+// samples.
+Result<JobInfo> ReadJob(const Message& accepted);
+
+}  // namespace hetps
