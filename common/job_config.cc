@@ -160,6 +160,32 @@ Status ReadOptimizer(const YAML::Node& node, const std::string& source, Optimize
   return Status::Ok();
 }
 
+Status ReadCheckpoint(const YAML::Node& node, const std::string& source, CheckpointOptions* out) {
+  CheckpointOptions options = *out;
+  const std::vector<Field> fields = {
+      {"dir", [&](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &options.dir); }},
+      {"interval_seconds",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{0}, uint32_t{86400 * 7}, &options.interval_seconds);
+       }},
+      {"interval_steps",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint64_t{0}, uint64_t{1} << 40, &options.interval_steps);
+       }},
+      {"keep",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{1}, uint32_t{1000000}, &options.keep);
+       }},
+      {"recovery_timeout_s",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{1}, uint32_t{86400 * 7}, &options.recovery_timeout_s);
+       }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "checkpoint.", fields));
+  *out = options;
+  return Status::Ok();
+}
+
 std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   auto u32 = [](uint32_t* field, uint32_t min, uint32_t max) {
     return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
@@ -218,6 +244,10 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"join_timeout_s", u32(&o->join_timeout_s, 1, 86400)},
       {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxU32)},
       {"progress_interval_ms", u32(&o->progress_interval_ms, 10, 3600000)},
+      {"checkpoint", [o, source](const YAML::Node& n,
+                                 const std::string&) { return ReadCheckpoint(n, source, &o->checkpoint); }},
+      {"model_out",
+       [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->model_out); }},
   };
 }
 
@@ -402,6 +432,14 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "join_timeout_s" << YAML::Value << o.join_timeout_s;
   out << YAML::Key << "request_timeout_ms" << YAML::Value << o.request_timeout_ms;
   out << YAML::Key << "progress_interval_ms" << YAML::Value << o.progress_interval_ms;
+  out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "dir" << YAML::Value << o.checkpoint.dir;
+  out << YAML::Key << "interval_seconds" << YAML::Value << o.checkpoint.interval_seconds;
+  out << YAML::Key << "interval_steps" << YAML::Value << o.checkpoint.interval_steps;
+  out << YAML::Key << "keep" << YAML::Value << o.checkpoint.keep;
+  out << YAML::Key << "recovery_timeout_s" << YAML::Value << o.checkpoint.recovery_timeout_s;
+  out << YAML::EndMap;
+  out << YAML::Key << "model_out" << YAML::Value << o.model_out;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

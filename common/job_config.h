@@ -29,6 +29,17 @@ Result<ConsistencyMode> ParseMode(const std::string& name);
 wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
 
+// When and where the servers' state is checkpointed (docs/job_config.md, "Checkpoints").
+struct CheckpointOptions {
+  std::string dir;                    // where checkpoints go; empty: no checkpoints (and a lost
+                                      // server ends the job)
+  uint32_t interval_seconds = 30;     // take one this long after the previous; 0: not by time
+  uint64_t interval_steps = 0;        // take one every N steps (sync rounds, or the fastest
+                                      // trainer's steps); 0: not by steps
+  uint32_t keep = 3;                  // committed checkpoints kept; older ones are deleted
+  uint32_t recovery_timeout_s = 600;  // a lost server must be replaced within this long
+};
+
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn
   std::string dataset = "fashion-mnist";  // the only data set for now
@@ -62,6 +73,9 @@ struct JobOptions {
   uint32_t join_timeout_s = 300;                // give up when members are missing this long
   uint32_t request_timeout_ms = 120000;         // a trainer gives up on a server silent this long
   uint32_t progress_interval_ms = 1000;         // how often trainers report, and the display redraws
+  CheckpointOptions checkpoint;                 // checkpoints, and recovery from a lost server
+  std::string model_out;                        // write the trained model here (safetensors) at
+                                                // the end; empty: not written
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

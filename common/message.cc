@@ -37,7 +37,7 @@ const char* KindName(wire::Body kind) {
 
 zmq::message_t Sender::Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind,
                             flatbuffers::Offset<void> body) {
-  auto envelope = wire::CreateEnvelope(fbb, role_, rank_, ++seq_, membership_epoch_, kind, body);
+  auto envelope = wire::CreateEnvelope(fbb, role_, rank_, ++seq_, membership_epoch_, kind, body, generation_);
   fbb.Finish(envelope);
   return zmq::message_t(fbb.GetBufferPointer(), fbb.GetSize());
 }

@@ -41,7 +41,8 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes = kDefaultMaxEnve
 // Name of a message kind ("Push", "ShardMap", ...), for logs and errors.
 const char* KindName(wire::Body kind);
 
-// Stamps outgoing envelopes with the sender's role, rank, sequence number and membership epoch.
+// Stamps outgoing envelopes with the sender's role, rank, sequence number, membership epoch and
+// recovery generation.
 // Owned by one component; not thread-safe.
 class Sender {
  public:
@@ -50,6 +51,9 @@ class Sender {
   void set_rank(uint32_t rank) { rank_ = rank; }
   uint32_t rank() const { return rank_; }
   void set_membership_epoch(uint32_t epoch) { membership_epoch_ = epoch; }
+  // The recovery generation stamped on every envelope (see Envelope.generation).
+  void set_generation(uint32_t generation) { generation_ = generation; }
+  uint32_t generation() const { return generation_; }
   wire::Role role() const { return role_; }
 
   // Wraps `body` (built in `fbb`) in an envelope, finishes `fbb` and returns the bytes as a
@@ -68,6 +72,7 @@ class Sender {
   wire::Role role_;
   uint32_t rank_ = 0;
   uint32_t membership_epoch_ = 0;
+  uint32_t generation_ = 0;
   uint64_t seq_ = 0;
 };
 

@@ -217,6 +217,24 @@ Result<std::unique_ptr<Optimizer>> Optimizer::Create(const OptimizerOptions& opt
   return Result<std::unique_ptr<Optimizer>>(std::move(optimizer));
 }
 
+std::vector<std::string> Optimizer::state_names() const {
+  std::vector<std::string> names;
+  switch (options_.kind) {
+    case OptimizerOptions::Kind::kSgd:
+      names = {"momentum_buffer"};
+      break;
+    case OptimizerOptions::Kind::kAdam:
+    case OptimizerOptions::Kind::kAdamW:
+      names = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
+      break;
+    case OptimizerOptions::Kind::kAdagrad:
+      names = {"sum"};
+      break;
+  }
+  names.resize(static_cast<size_t>(state_slots()));
+  return names;
+}
+
 void Optimizer::InitState(float* state, size_t n) const {
   std::fill(state, state + static_cast<size_t>(state_slots()) * n, 0.0f);
 }

@@ -8,6 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "common/optimizer_options.h"
 #include "common/status.h"
@@ -29,6 +31,11 @@ class Optimizer {
   // Floats of optimizer state per parameter element: SGD 0 (1 with momentum), Adam and AdamW 2
   // (3 with amsgrad), Adagrad 1.
   virtual int state_slots() const = 0;
+
+  // The state slots' names, in slot order, as torch::optim names them in a state_dict:
+  // momentum_buffer (SGD), exp_avg, exp_avg_sq, max_exp_avg_sq (Adam, AdamW), sum (Adagrad).
+  // Checkpoints store each slot under its name.
+  std::vector<std::string> state_names() const;
 
   // Writes the initial state of n elements into `state` (state_slots() * n floats, slot-major:
   // slot k of element i is state[k * n + i]). Zeros, except Adagrad's sum, which starts at

@@ -177,6 +177,15 @@ void Server::HandleData(Message message) {
   Status valid = VerifyEnvelope(message);
   if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
   const wire::Envelope& env = message.env();
+  if (env.role() == wire::Role::Scheduler) return HandleSchedulerRequest(std::move(message));
+  if (env.generation() < sender_.generation()) {
+    // Sent before a recovery that rolled this server back: its effects are undone, so is it.
+    if (++stale_messages_ <= 10 || (stale_messages_ & (stale_messages_ - 1)) == 0) {
+      HETPS_LOG(INFO) << "dropped a " << KindName(message.kind()) << " of generation " << env.generation()
+                      << " from " << DescribeSender(env) << " (" << stale_messages_ << " so far)";
+    }
+    return;
+  }
   if (env.role() != wire::Role::Trainer) {
     return Refuse(message, wire::ErrorCode::Unexpected,
                   std::string(KindName(message.kind())) + " from a non-trainer");
@@ -243,7 +252,9 @@ void Server::AnswerReadyPulls() {
     }
     if (!it->latest) shard_->RecordAdmission(it->clock);
     auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
-    auto send = [this, routing_id](Shard::WeightsReply& weights) {
+    const uint32_t generation = sender_.generation();
+    auto send = [this, routing_id, generation](Shard::WeightsReply& weights) {
+      if (generation != sender_.generation()) return;  // answers a request a restore cancelled
       flatbuffers::FlatBufferBuilder fbb(256 + 12 * weights.partitions.size());
       auto body = weights.Write(fbb);
       Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),

@@ -4,7 +4,8 @@
 // Run() is the loop (the I/O thread); it owns both sockets (control DEALER to the scheduler, data
 // ROUTER for trainers) and the Shard, whose worker threads do the numeric work on the partitions
 // and hand finished replies back to the loop, which sends them. Every other method runs on the
-// thread that calls Run(); bad_messages() may be read from any thread.
+// thread that calls Run(); bad_messages() may be read from any thread. The scheduler also talks to
+// the data socket: it asks for checkpoints and restores state there (server_checkpoint.cc).
 #pragma once
 
 #include <atomic>
@@ -71,6 +72,11 @@ class Server {
   bool Poll(std::chrono::milliseconds timeout);
   Status HandleControl(Message message);
   void HandleData(Message message);
+  // Requests the scheduler makes on the data socket (server_checkpoint.cc): CheckpointRequest,
+  // answered with CheckpointState, and Restore, answered with Ack.
+  void HandleSchedulerRequest(Message message);
+  void HandleCheckpointRequest(Message message);
+  void HandleRestore(Message message);
   Status HandleShardMap(const Message& message);
   // Refuses `message`: counts it and answers an Error to its sender.
   void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
@@ -89,6 +95,7 @@ class Server {
   std::deque<PendingPull> pending_;
   std::atomic<uint64_t> bad_messages_{0};
   uint64_t pulls_answered_ = 0;
+  uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
 };
 
 }  // namespace hetps

@@ -260,6 +260,7 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   slot.round_samples = 0;
   slot.pushed.clear();
   ++slot.round;
+  if (snapshot_) SnapshotIfDue(slot);
 }
 
 void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,

@@ -112,6 +112,36 @@ class Shard {
   void BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dtype,
                     std::function<void(WeightsReply&)> done);
 
+  // ---- Checkpoints (shard_checkpoint.cc) ----
+
+  // A copy of the shard's state at a checkpoint's cut: per partition its float32 weights, each
+  // optimizer state slot and its update count (int64 scalar), named as checkpoint/
+  // partition_names.h says; frames[i] holds tensors[i] and borrows the copy, which it keeps alive.
+  struct Snapshot {
+    uint64_t version = 0;  // largest update count over the partitions
+    uint64_t round = 0;    // sync rounds completed at the cut
+    std::vector<TensorInfo> tensors;
+    std::vector<zmq::message_t> frames;
+  };
+
+  // Copies the state for a checkpoint. Sync with `round`: each partition once it has completed
+  // exactly `round` rounds (at once for those already there), so every server cuts at the same
+  // round; FailedPrecondition, and nothing is taken, when a partition is already past it.
+  // Otherwise at once, each partition after the updates queued before. The copies are made by the
+  // partitions' owners; `done` runs on the I/O thread once all are made. A later call abandons a
+  // snapshot still waiting for its round.
+  Status TakeSnapshot(std::optional<uint64_t> round, std::function<void(Snapshot&)> done);
+
+  // Replaces every partition's state with `tensors` (named as in Snapshot; frames[i] holds
+  // tensors[i]), all or nothing: InvalidArgument naming a missing, unknown or mis-sized tensor.
+  // In sync mode the partitions are then at round `round`. Open rounds, trainer clocks and a
+  // waiting snapshot are forgotten.
+  Status Restore(const std::vector<TensorInfo>& tensors, const std::vector<zmq::message_t>& frames,
+                 uint64_t round);
+  // Back to uninitialised partitions at round 0, as before the first InitWeights; open rounds,
+  // trainer clocks and a waiting snapshot are forgotten.
+  void Reset();
+
   struct Stats {
     uint64_t version = 0;                    // largest number of updates applied to one partition
     uint64_t rounds = 0;                     // largest number of sync rounds completed by one partition
@@ -166,6 +196,10 @@ class Shard {
                 Frames keep);
   // Runs on the owner: the frame of one partition's weights as `dtype`.
   zmq::message_t WeightsFrame(const Slot& slot, wire::DType dtype) const;
+  // Queues the copy of `slot` for the snapshot under way once it is at the snapshot's round.
+  void SnapshotIfDue(Slot& slot);
+  // Forgets everything that a restore or reset replaces: open rounds, clocks, a waiting snapshot.
+  void ForgetProgress();
   // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
   std::optional<uint64_t> SlowestClock() const;
 
@@ -188,6 +222,8 @@ class Shard {
   uint64_t staleness_max_ = 0;
   uint64_t max_clock_gap_ = 0;
   std::vector<std::vector<float>> scratch_;  // per owner: a 16-bit gradient widened to float32
+  struct PendingSnapshot;
+  std::shared_ptr<PendingSnapshot> snapshot_;  // the snapshot under way, if any
   // Last, so that it is destroyed first: its threads end before the slots they work on.
   std::unique_ptr<PartitionWorkers> workers_;
 };

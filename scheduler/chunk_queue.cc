@@ -37,14 +37,21 @@ std::optional<ChunkQueue::Grant> ChunkQueue::Next(uint32_t trainer, uint32_t epo
     const uint32_t index = state.pending.front();
     state.pending.pop_front();
     state.held[index] = trainer;
-    return MakeGrant(e, index);
+    return GrantFrom(e, state, index);
   }
   EpochState& state = State(epoch);
   if (state.pending.empty()) return std::nullopt;
   const uint32_t index = state.pending.front();
   state.pending.pop_front();
   state.held[index] = trainer;
-  return MakeGrant(epoch, index);
+  return GrantFrom(epoch, state, index);
+}
+
+ChunkQueue::Grant ChunkQueue::GrantFrom(uint32_t epoch, const EpochState& state, uint32_t index) const {
+  Grant grant = MakeGrant(epoch, index);
+  auto partial = state.resume_at.find(index);
+  if (partial != state.resume_at.end()) grant.begin = std::clamp(partial->second, grant.begin, grant.end - 1);
+  return grant;
 }
 
 bool ChunkQueue::Complete(uint32_t trainer, uint32_t chunk) {
@@ -56,7 +63,9 @@ bool ChunkQueue::Complete(uint32_t trainer, uint32_t chunk) {
   auto held = it->second.held.find(index);
   if (held == it->second.held.end() || held->second != trainer) return false;
   it->second.held.erase(held);
-  ++it->second.completed;
+  it->second.completed.insert(index);
+  it->second.resume_at.erase(index);
+  // The whole chunk counts: samples before a partial chunk's resume position were trained before.
   const Grant grant = MakeGrant(epoch, index);
   completed_samples_ += grant.end - grant.begin;
   return true;
@@ -81,7 +90,43 @@ size_t ChunkQueue::Requeue(uint32_t trainer) {
 
 bool ChunkQueue::EpochComplete(uint32_t epoch) const {
   auto it = epochs_state_.find(epoch);
-  return it != epochs_state_.end() && it->second.completed == chunks_per_epoch_;
+  return it != epochs_state_.end() && it->second.completed.size() == chunks_per_epoch_;
+}
+
+std::vector<DataPosition::EpochChunks> ChunkQueue::Completed() const {
+  std::vector<DataPosition::EpochChunks> completed;
+  for (const auto& [epoch, state] : epochs_state_) {
+    if (state.completed.empty()) continue;
+    completed.push_back({epoch, std::vector<uint32_t>(state.completed.begin(), state.completed.end())});
+  }
+  return completed;
+}
+
+void ChunkQueue::Restore(const DataPosition& position) {
+  epochs_state_.clear();
+  completed_samples_ = 0;
+  for (const DataPosition::EpochChunks& e : position.completed) {
+    if (e.epoch >= epochs_) continue;
+    EpochState& state = State(e.epoch);
+    for (uint32_t index : e.chunks) {
+      if (index >= chunks_per_epoch_ || !state.completed.insert(index).second) continue;
+      const Grant grant = MakeGrant(e.epoch, index);
+      completed_samples_ += grant.end - grant.begin;
+    }
+    state.pending.erase(std::remove_if(state.pending.begin(), state.pending.end(),
+                                       [&](uint32_t c) { return state.completed.count(c) > 0; }),
+                        state.pending.end());
+  }
+  // Partly trained chunks first, in the order given, so they are finished before new ones start.
+  for (auto it = position.partial.rbegin(); it != position.partial.rend(); ++it) {
+    if (it->epoch >= epochs_ || it->chunk >= chunks_per_epoch_) continue;
+    EpochState& state = State(it->epoch);
+    if (state.completed.count(it->chunk) > 0) continue;
+    state.pending.erase(std::remove(state.pending.begin(), state.pending.end(), it->chunk),
+                        state.pending.end());
+    state.pending.push_front(it->chunk);
+    state.resume_at[it->chunk] = it->next;
+  }
 }
 
 }  // namespace hetps

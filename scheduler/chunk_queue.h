@@ -12,7 +12,10 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
+
+#include "checkpoint/manifest.h"
 
 namespace hetps {
 
@@ -43,6 +46,13 @@ class ChunkQueue {
   // Every chunk of `epoch` has been completed.
   bool EpochComplete(uint32_t epoch) const;
 
+  // The chunks completed so far, per epoch (a DataPosition's `completed`; epoch and the rest are
+  // left for the caller).
+  std::vector<DataPosition::EpochChunks> Completed() const;
+  // Starts over from `position`: its completed chunks are done, its partial ones are handed out
+  // first from their next position, and every other chunk is pending again; no chunk is held.
+  void Restore(const DataPosition& position);
+
   uint32_t chunks_per_epoch() const { return chunks_per_epoch_; }
   uint32_t epochs() const { return epochs_; }
   uint64_t samples() const { return samples_; }
@@ -53,11 +63,16 @@ class ChunkQueue {
   struct EpochState {
     std::deque<uint32_t> pending;       // chunk indices not yet handed out
     std::map<uint32_t, uint32_t> held;  // chunk index -> trainer
-    uint32_t completed = 0;
+    std::set<uint32_t> completed;
+    std::map<uint32_t, uint64_t> resume_at;  // chunk index -> first position not yet trained
   };
 
   EpochState& State(uint32_t epoch);
+  // The whole chunk.
   Grant MakeGrant(uint32_t epoch, uint32_t index) const;
+  // What is left of it to hand out (a partly trained chunk restored from a checkpoint starts at
+  // its resume position).
+  Grant GrantFrom(uint32_t epoch, const EpochState& state, uint32_t index) const;
 
   uint64_t samples_;
   uint32_t chunk_samples_;

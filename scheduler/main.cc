@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "checkpoint/checkpoint_store.h"
 #include "common/cli.h"
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
@@ -18,7 +19,8 @@ void RequestStop(int) {
 }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary, balance, wire_dtype;
+  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out;
+  uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   bool staleness_aware_lr = false;
@@ -57,6 +59,10 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--summary")) job->summary = o.summary;
   if (given("--seed")) job->seed = o.seed;
   if (given("--max-train-samples")) job->max_train_samples = o.max_train_samples;
+  if (given("--checkpoint-dir")) job->checkpoint.dir = o.checkpoint_dir;
+  if (given("--checkpoint-interval")) job->checkpoint.interval_seconds = o.checkpoint_interval;
+  if (given("--checkpoint-keep")) job->checkpoint.keep = o.checkpoint_keep;
+  if (given("--model-out")) job->model_out = o.model_out;
   return hetps::ValidateJobOptions(*job);
 }
 
@@ -110,6 +116,22 @@ int main(int argc, char** argv) {
   app.add_option("--progress", progress,
                  "Progress display: auto (in place on a terminal, else plain lines), plain, none")
       ->check(CLI::IsMember({"auto", "plain", "none"}));
+  app.add_option("--checkpoint-dir", o.checkpoint_dir,
+                 "Write checkpoints into this directory (checkpoint.dir); with it, a lost server can be "
+                 "replaced");
+  app.add_option("--checkpoint-interval", o.checkpoint_interval,
+                 "Seconds between checkpoints (checkpoint.interval_seconds; 0: by time never)")
+      ->check(CLI::Range(0, 86400 * 7));
+  app.add_option("--checkpoint-keep", o.checkpoint_keep, "Committed checkpoints kept (checkpoint.keep)")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--model-out", o.model_out,
+                 "Write the trained model here at the end, as safetensors (model_out)");
+  std::string resume;
+  app.add_option("--resume", resume,
+                 "Continue the job of a checkpoint: a checkpoint's directory, or a directory of "
+                 "checkpoints (the newest committed one). The job is the checkpoint's; flags still "
+                 "override it")
+      ->excludes("--config");
   std::string endpoint_file;
   bool check_only = false;
   app.add_flag("--check", check_only,
@@ -126,6 +148,17 @@ int main(int argc, char** argv) {
     if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
     job = std::move(*loaded);
   }
+  if (!resume.empty()) {
+    std::string checkpoint_dir;
+    auto manifest = hetps::LoadManifest(hetps::PosixFileSystem(), resume, &checkpoint_dir);
+    if (!manifest.ok())
+      return hetps::FatalError("hetps-scheduler", manifest.status().WithContext("--resume"));
+    auto loaded = hetps::ParseJobYaml(manifest->job_yaml, checkpoint_dir + "/manifest.json (job)");
+    if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
+    job = std::move(*loaded);
+    // A directory of checkpoints given: the resumed job goes on writing there.
+    if (checkpoint_dir != resume) job.checkpoint.dir = resume;
+  }
   hetps::Status status = ApplyOverrides(app, o, &job);
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
 
@@ -140,6 +173,7 @@ int main(int argc, char** argv) {
   options.progress_in_place = progress == "auto" && hetps::IsTerminal(stdout);
   options.endpoint_file = endpoint_file;
   options.stop = &g_stop;
+  options.resume = resume;
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   zmq::context_t context(1);

@@ -103,6 +103,25 @@ std::string RunSummary::ToJson() const {
                              {"alive", t.alive}});
   }
   j["trainer_details"] = trainers_json;
+  nlohmann::ordered_json failures_json = nlohmann::ordered_json::array();
+  for (const Failure& f : failures) {
+    failures_json.push_back({{"role", f.role},
+                             {"rank", f.rank},
+                             {"cause", f.cause},
+                             {"at_seconds", f.at_seconds},
+                             {"detected_after_s", f.detected_after_s},
+                             {"recovery_seconds", f.recovery_seconds},
+                             {"samples_retrained", f.samples_retrained},
+                             {"checkpoint", f.checkpoint},
+                             {"recovered", f.recovered}});
+  }
+  j["failures"] = failures_json;
+  j["checkpoints"] = {
+      {"dir", checkpoints.dir},         {"count", checkpoints.count},
+      {"last_id", checkpoints.last_id}, {"mean_write_seconds", checkpoints.mean_write_seconds},
+      {"bytes", checkpoints.bytes},     {"failed", checkpoints.failed}};
+  j["resumed_from"] = resumed_from;
+  j["model_file"] = model_file;
   return j.dump(2) + "\n";
 }
 

@@ -42,6 +42,29 @@ struct TrainerSummary {
   bool alive = true;
 };
 
+// A member lost during the job, and what it cost.
+struct Failure {
+  std::string role;  // "server" or "trainer"
+  uint32_t rank = 0;
+  std::string cause;               // e.g. "connection closed", "silent for more than 10000 ms"
+  double at_seconds = 0;           // since training started, when it was noticed
+  double detected_after_s = 0;     // from its last message to the scheduler noticing
+  double recovery_seconds = 0;     // from noticing to training going on again (0: nothing stopped)
+  uint64_t samples_retrained = 0;  // samples trained after the checkpoint restored, trained again
+  uint64_t checkpoint = 0;         // the checkpoint restored; 0: none (initial weights, or none needed)
+  bool recovered = false;          // training went on
+};
+
+// The job's checkpoints.
+struct CheckpointSummary {
+  std::string dir;                // empty: checkpoints were off
+  uint64_t count = 0;             // committed in this run
+  uint64_t last_id = 0;           // the newest committed
+  double mean_write_seconds = 0;  // from handing the states to the writer to the commit
+  uint64_t bytes = 0;             // of the newest, over its files
+  uint64_t failed = 0;            // cuts abandoned or writes that failed
+};
+
 // The staleness of applied pushes, from per-value counts.
 struct StalenessSummary {
   uint64_t pushes = 0;
@@ -79,6 +102,10 @@ struct RunSummary {
   std::vector<Evaluation> evaluations;
   std::vector<ServerSummary> server_details;
   std::vector<TrainerSummary> trainer_details;
+  std::vector<Failure> failures;
+  CheckpointSummary checkpoints;
+  std::string resumed_from;  // the checkpoint this job continued, if any
+  std::string model_file;    // where the trained model was written, if it was
 
   std::string ToJson() const;
 };

@@ -40,7 +40,9 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       job_(options_.job),
       members_(job_.servers, job_.trainers),
       chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
-      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {
+      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)),
+      fs_(options_.fs != nullptr ? *options_.fs : PosixFileSystem()),
+      links_(context) {
   if (job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) {
     balancer_.emplace(job_.global_batch_size);
   }
@@ -59,6 +61,18 @@ Status Scheduler::Start() {
                                    " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
+  monitor_ = std::make_unique<ConnectionMonitor>(context_, socket_);
+  if (!options_.resume.empty()) {
+    auto manifest = LoadManifest(fs_, options_.resume);
+    if (!manifest.ok()) return manifest.status().WithContext("cannot resume");
+    resume_ = std::move(*manifest);
+  }
+  summary_.checkpoints.dir = job_.checkpoint.dir;
+  if (!job_.checkpoint.dir.empty() || !job_.model_out.empty()) {
+    CheckpointWriter::Options writer_options;
+    writer_options.keep = job_.checkpoint.keep;
+    writer_ = std::make_unique<CheckpointWriter>(fs_, job_.checkpoint.dir, writer_options);
+  }
   if (!options_.endpoint_file.empty()) {
     HETPS_RETURN_IF_ERROR(WriteFileAtomically(options_.endpoint_file, endpoint_ + "\n"));
   }
@@ -71,13 +85,23 @@ Status Scheduler::Run() {
   HETPS_LOG(INFO) << "listening on " << endpoint_ << "; waiting for " << job_.servers << " servers and "
                   << job_.trainers << " trainers";
   while (true) {
-    if (PollReadable({&socket_}, kPollInterval)[0]) {
+    std::vector<zmq::socket_t*> polled = {&socket_, &monitor_->socket()};
+    for (zmq::socket_t* link : links_.sockets()) polled.push_back(link);
+    if (PollReadable(polled, kPollInterval)[0]) {
       // Bounded, so liveness checks and the display keep running under a flood of messages.
       for (int i = 0; i < 1024; ++i) {
         auto received = TryReceive(socket_, /*router=*/true);
         if (!received.ok()) return received.status();
         if (!received->has_value()) break;
         Handle(std::move(**received));
+      }
+    }
+    for (auto& [rank, reply] : links_.ReceiveAll()) HandleServerReply(rank, std::move(reply));
+    for (const std::string& id : monitor_->TakeDropped()) {
+      Member* member = members_.Find(id);
+      if (member != nullptr && member->alive && member->role == wire::Role::Server &&
+          phase_ != Phase::kShuttingDown) {
+        ServerLost(*member, "its connection closed");
       }
     }
     Tick();
@@ -111,6 +135,12 @@ void Scheduler::Handle(Message message) {
   if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
   if (message.kind() == wire::Body::Join) return HandleJoin(message);
   Member* member = members_.Find(RoutingId(message));
+  if (member == nullptr && replaced_.count(RoutingId(message)) > 0) {
+    // A server declared lost that still runs (it hung, or its connection dropped): it was replaced.
+    flatbuffers::FlatBufferBuilder fbb(128);
+    auto body = wire::CreateShutdownDirect(fbb, true, "this server was declared lost and replaced");
+    return SendTo(RoutingId(message), sender_.Seal(fbb, wire::Body::Shutdown, body.Union()));
+  }
   if (member == nullptr) {
     return Refuse(message, wire::ErrorCode::Unexpected,
                   std::string(KindName(message.kind())) + " from a process that has not joined");
@@ -120,6 +150,7 @@ void Scheduler::Handle(Message message) {
                   member->Describe() + " was declared dead; restart it to rejoin");
   }
   member->last_heard = Clock::now();
+  monitor_->Note(member->routing_id, message.routing_id);
   switch (message.kind()) {
     case wire::Body::Heartbeat: {
       if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) {
@@ -132,15 +163,22 @@ void Scheduler::Handle(Message message) {
       return HandleRegisterModel(*member, message);
     case wire::Body::ShardReady:
       member->ready = true;
+      if (recovery_) return MaybeRestoreServers();
       if (phase_ == Phase::kStarting) {
         for (Member* server : members_.Members(wire::Role::Server)) {
           if (!server->ready) return;
         }
+        if (resume_) return RestoreForResume();
         StartTraining();
       }
       return;
     case wire::Body::ChunkRequest:
+      // Unanswered while servers are restored, and from before the last restore: the trainer asks
+      // again once it goes on, reporting the same finished chunks.
+      if (recovery_ || message.env().generation() < generation_) return;
       return HandleChunkRequest(*member, message);
+    case wire::Body::DataPosition:
+      return HandleDataPosition(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       const uint64_t new_samples = p->samples() - std::min(p->samples(), member->progress.samples);
@@ -194,7 +232,7 @@ void Scheduler::HandleJoin(const Message& message) {
       return Refuse(message, wire::ErrorCode::Malformed, "a server must give its data endpoint");
     }
     const bool is_server = join->role() == wire::Role::Server;
-    if (phase_ != Phase::kGathering) {
+    if (phase_ != Phase::kGathering && !(is_server && AwaitingReplacement())) {
       return Refuse(message, wire::ErrorCode::Refused,
                     std::string("the job is already running with all of its ") +
                         (is_server ? std::to_string(job_.servers) + " servers"
@@ -231,6 +269,14 @@ void Scheduler::HandleJoin(const Message& message) {
   SendTo(id, sender_.Seal(fbb, wire::Body::JoinAccepted, body.Union()));
   // The last server may join after every trainer has registered.
   if (member->role == wire::Role::Server) MaybeStartJob();
+  // A replacement for a lost server: its shard at once.
+  if (member->role == wire::Role::Server && recovery_ && shard_map_ && !member->ready &&
+      !links_.Connected(member->rank)) {
+    HETPS_LOG(INFO) << member->Describe() << " takes the place of the lost server " << member->rank;
+    Status linked = links_.Connect(member->rank, member->endpoint);
+    if (!linked.ok()) HETPS_LOG(WARNING) << linked.message();
+    SendTo(member->routing_id, BuildShardMap());
+  }
 }
 
 void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
@@ -278,8 +324,13 @@ void Scheduler::StartJob() {
   HETPS_LOG(INFO) << "all members present; model " << job_.model << " has " << shard_map_->tensors().size()
                   << " tensors, " << total << " parameters in " << shard_map_->partitions().size()
                   << " partitions";
+  if (!CheckResume()) return;
   phase_ = Phase::kStarting;
   for (Member* server : members_.Members(wire::Role::Server)) {
+    if (!links_.Connected(server->rank)) {
+      Status linked = links_.Connect(server->rank, server->endpoint);
+      if (!linked.ok()) return BeginShutdown(true, server->Describe() + ": " + linked.message());
+    }
     SendTo(server->routing_id, BuildShardMap());
   }
 }
@@ -296,19 +347,15 @@ void Scheduler::StartTraining() {
 
 zmq::message_t Scheduler::BuildShardMap() {
   flatbuffers::FlatBufferBuilder fbb(4096);
-  std::vector<flatbuffers::Offset<wire::ServerEndpoint>> endpoints;
-  for (Member* server : members_.Members(wire::Role::Server, /*live_only=*/false)) {
-    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str()));
-  }
+  auto servers = ServerEndpointsToWire(fbb);
   auto tensors = shard_map_->TensorsToWire(fbb);
   auto partitions = shard_map_->PartitionsToWire(fbb);
-  auto servers = fbb.CreateVector(endpoints);
   auto optimizer = OptimizerToWire(fbb, job_.optimizer);
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
   auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
                                    ToWire(job_.mode), trainers, members_.epoch(),
                                    /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr,
-                                   job_.wire_dtype, job_.global_batch_size);
+                                   job_.wire_dtype, job_.global_batch_size, resume_clock_, resume_epoch_);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 
@@ -319,6 +366,8 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
       if (!chunks_.Complete(member.rank, chunk)) {
         HETPS_LOG(WARNING) << member.Describe() << " reported chunk " << chunk
                            << " done, which it did not hold";
+      } else if (cut_) {
+        cut_->NoteCompleted(member.rank, chunk);
       }
     }
   }
@@ -400,16 +449,19 @@ void Scheduler::Tick() {
                             " of " + std::to_string(job_.trainers) + " trainers joined within " +
                             std::to_string(job_.join_timeout_s) + " s (join_timeout_s)");
   }
+  if (phase_ != Phase::kShuttingDown) {
+    CheckRecoveryTimeout();
+    PollWriter();
+    MaybeCheckpoint();
+    FinishJob();
+  }
   ShowProgress(false);
 }
 
 void Scheduler::DeclareDead(Member& member, const std::string& why) {
+  if (member.role == wire::Role::Server) return ServerLost(member, why);
   HETPS_LOG(WARNING) << member.Describe() << " is dead: " << why;
   members_.MarkDead(member);
-  if (member.role == wire::Role::Server) {
-    return BeginShutdown(
-        true, member.Describe() + " stopped (" + why + "); the job cannot go on without its partitions");
-  }
   if (phase_ == Phase::kGathering || phase_ == Phase::kStarting) {
     return BeginShutdown(true, member.Describe() + " stopped before training began (" + why + ")");
   }

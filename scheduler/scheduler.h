@@ -5,8 +5,10 @@
 //
 // Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
 // that calls it. endpoint() may be read after Start() from any thread. The class is defined in
-// three files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
-// scheduler_evaluations.cc and scheduler_report.cc (run summary, progress).
+// several files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
+// scheduler_evaluations.cc, scheduler_report.cc (run summary, progress),
+// scheduler_checkpoints.cc (checkpoints, the final model, resuming a job) and
+// scheduler_recovery.cc (replacing a lost server).
 #pragma once
 
 #include <atomic>
@@ -16,19 +18,26 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <zmq.hpp>
 
+#include "checkpoint/checkpoint_writer.h"
+#include "checkpoint/file_system.h"
+#include "checkpoint/manifest.h"
 #include "common/job_config.h"
 #include "common/message.h"
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "scheduler/balancer.h"
+#include "scheduler/checkpoint_cut.h"
 #include "scheduler/chunk_queue.h"
+#include "scheduler/connection_monitor.h"
 #include "scheduler/membership.h"
 #include "scheduler/progress_display.h"
 #include "scheduler/run_summary.h"
+#include "scheduler/server_links.h"
 
 namespace hetps {
 
@@ -38,6 +47,10 @@ struct SchedulerOptions {
   bool progress_in_place = false;           // redraw in place (set when progress_out is a terminal)
   std::string endpoint_file;                // write the bound endpoint here once listening (optional)
   const std::atomic<bool>* stop = nullptr;  // when it turns true, the job is ended as failed
+  // Continue the job of this checkpoint: a checkpoint's directory, or a directory of checkpoints
+  // (its newest committed one). `job` must be the checkpoint's job (its model and shard map).
+  std::string resume;
+  FileSystem* fs = nullptr;  // checkpoints and the model are written through it; nullptr: the real one
 };
 
 class Scheduler {
@@ -88,6 +101,47 @@ class Scheduler {
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
 
+  // ---- checkpoints, the final model and resuming (scheduler_checkpoints.cc) ----
+  void MaybeCheckpoint();
+  // Asks for a checkpoint: at a round a little ahead (sync) or now, or the final one.
+  void BeginCheckpoint(bool final);
+  zmq::message_t CheckpointRequest();  // for the cut under way
+  void AskServersForState();
+  void HandleDataPosition(Member& member, const Message& message);
+  // A reply on a server's data socket: CheckpointState, Ack (to Restore) or Error.
+  void HandleServerReply(uint32_t rank, Message message);
+  void MaybeFinishCut();
+  void AbandonCut(const std::string& why);
+  // Takes the writer's finished work: commits, the model, failures.
+  void PollWriter();
+  // The final evaluation is in: ends the job once the final checkpoint and the model are written.
+  void FinishJob();
+  // --resume: checks the checkpoint against this job's shard map (at StartJob) and restores the
+  // servers before training starts; false when the job cannot resume.
+  bool CheckResume();
+  void RestoreForResume();
+
+  // ---- a lost server (scheduler_recovery.cc) ----
+  // A server died or hung: with checkpoints, pause the trainers and wait for a replacement;
+  // without, end the job.
+  void ServerLost(Member& member, const std::string& why);
+  // A new server may join to take a lost server's rank.
+  bool AwaitingReplacement() const;
+  // Once every lost rank has a ready replacement: restore the servers from the newest checkpoint.
+  void MaybeRestoreServers();
+  Status SendRestores(uint64_t* samples_at_checkpoint);
+  // Restore message to server `rank`: `file`'s tensors, or with none a reset (`reset`) or only
+  // the new generation. Its Ack is then awaited.
+  Status SendRestore(uint32_t rank, const std::shared_ptr<SafetensorsFile>& file, uint64_t checkpoint,
+                     uint64_t round, bool reset);
+  // Every server has restored: the trainers go on.
+  void FinishRecovery();
+  void CheckRecoveryTimeout();
+  // A sync rollback undoes the end of the job: trainers train again.
+  void ReopenTraining();
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>> ServerEndpointsToWire(
+      flatbuffers::FlatBufferBuilder& fbb);
+
   void SendTo(const std::string& routing_id, zmq::message_t envelope);
   void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
   zmq::message_t BuildShardMap();
@@ -130,6 +184,45 @@ class Scheduler {
   std::string failure_;
   uint64_t bad_messages_ = 0;
   RunSummary summary_;
+
+  // Checkpoints (scheduler_checkpoints.cc).
+  FileSystem& fs_;
+  ServerLinks links_;
+  std::unique_ptr<ConnectionMonitor> monitor_;
+  std::unique_ptr<CheckpointWriter> writer_;  // with checkpoint.dir or model_out
+  std::optional<CheckpointCut> cut_;
+  uint32_t cut_number_ = 0;
+  uint32_t cut_misses_ = 0;     // sync cuts missed in a row: the lead grows
+  bool servers_asked_ = false;  // for the cut under way
+  Clock::time_point last_cut_{};
+  uint64_t last_cut_clock_ = 0;
+  uint64_t samples_at_checkpoint_ = 0;   // trained when the newest checkpoint was cut
+  std::deque<uint64_t> samples_of_cut_;  // per checkpoint handed to the writer, in order
+  bool final_cut_asked_ = false;
+  bool final_evaluated_ = false;
+  std::string output_error_;             // the model could not be written
+  std::optional<Manifest> resume_;       // --resume: the checkpoint continued from
+  std::string restorable_checkpoint_;    // directory of this job's newest checkpoint (empty: none yet)
+  std::set<uint32_t> awaiting_restore_;  // servers whose Ack to a Restore is due
+
+  // Recovery from a lost server (scheduler_recovery.cc).
+  struct Recovery {
+    Clock::time_point started;
+    std::set<uint32_t> lost;       // ranks waiting for a replacement
+    std::vector<size_t> failures;  // indices into summary_.failures being recovered
+    bool restoring = false;
+    uint64_t checkpoint = 0;  // restored; 0: the initial weights
+    uint64_t resume_clock = 0;
+    uint32_t resume_epoch = 0;
+    bool rollback = false;
+    bool reinitialize = false;
+    uint64_t samples_at_checkpoint = 0;
+  };
+  std::optional<Recovery> recovery_;
+  uint32_t generation_ = 0;
+  std::set<std::string> replaced_;  // routing ids of servers declared dead
+  uint64_t resume_clock_ = 0;       // sent with the shard map: where trainers start
+  uint32_t resume_epoch_ = 0;
 };
 
 }  // namespace hetps

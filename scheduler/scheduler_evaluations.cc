@@ -54,7 +54,10 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   HETPS_LOG(INFO) << line;
   evals_.pop_front();
   eval_member_.clear();
-  if (e.final) return BeginShutdown(false, "");
+  if (e.final) {
+    final_evaluated_ = true;
+    return FinishJob();
+  }
   MaybeRequestEvaluation();
 }
 

@@ -19,6 +19,9 @@ packages=(
   dataset-fashion-mnist
   python3
   python3-matplotlib
+  python3-pip
+  python3-torch
+  python3-numpy
 )
 
 sudo_cmd=()
@@ -63,4 +66,15 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
   [[ -s $data/$f ]] || { echo "install-deps: $data/$f is missing after installing dataset-fashion-mnist" >&2; exit 1; }
 done
 
-((${#missing[@]})) || echo "install-deps: all dependencies present"
+# The export test loads the trained model the way a Python user does, with PyPI's safetensors,
+# into Debian's python3-torch. Debian's Python is externally managed (PEP 668), and safetensors
+# has no Debian package: pip installs it into /usr/local, beside Debian's own packages.
+python_missing=0
+if ! /usr/bin/python3 -c 'import safetensors' 2>/dev/null; then
+  python_missing=1
+  echo "install-deps: installing safetensors from PyPI for /usr/bin/python3"
+  "${sudo_cmd[@]}" /usr/bin/python3 -m pip install --quiet --root-user-action=ignore \
+    --break-system-packages 'safetensors>=0.4,<1'
+fi
+
+((${#missing[@]} || python_missing)) || echo "install-deps: all dependencies present"

@@ -17,6 +17,15 @@
 #   --no-overlap          push gradients after backward, not each as backward produces it
 # Server options:
 #   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
+# Checkpoints and the model:
+#   --checkpoint-dir DIR         where checkpoints go (default: the job file's checkpoint.dir, else
+#                                <run dir>/checkpoints)
+#   --checkpoint-interval SECS   seconds between checkpoints (default: the job file's, 30)
+#   --no-checkpoints             take none (a lost server then ends the job)
+#   --model-out FILE             where the trained model goes (default <run dir>/model.safetensors)
+#   --resume DIR                 continue the job of a checkpoint (DIR: a checkpoint, or a directory
+#                                of checkpoints: the newest committed one); the job is the
+#                                checkpoint's, and the options above still override it
 # Launcher options:
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
@@ -36,6 +45,10 @@ slowdown=()
 trainer_flags=()
 progress=auto
 scheduler_flags=()
+checkpoint_dir=""
+checkpoints=1
+model_out=""
+resume=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a value" >&2; exit 2; }; }
@@ -44,7 +57,7 @@ while (($#)); do
   case $1 in
     --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
-    --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype)
+    --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype|--checkpoint-interval)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
@@ -70,6 +83,12 @@ for program in hetps-scheduler hetps-server hetps-trainer; do
   [[ -x $bin/$program ]] || { echo "launch_local.sh: $bin/$program is missing; build first (scripts/build.sh)" >&2; exit 1; }
 done
 
+if [[ -n $resume ]]; then
+  for flag in "${scheduler_flags[@]}"; do
+    [[ $flag == --config ]] && { echo "launch_local.sh: --resume takes the job from the checkpoint; drop --config" >&2; exit 2; }
+  done
+  scheduler_flags+=(--resume "$resume")
+fi
 # Resolve the job once up front: this validates it and tells how many processes to start.
 resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
@@ -81,6 +100,20 @@ fi
 
 run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$run_dir"
+run_dir=$(cd "$run_dir" && pwd)
+# Checkpoints go to the run directory unless the job (or --checkpoint-dir) puts them elsewhere.
+job_checkpoint_dir=$(awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved")
+if ((checkpoints)); then
+  if [[ -n $checkpoint_dir ]]; then
+    scheduler_flags+=(--checkpoint-dir "$checkpoint_dir")
+  elif [[ -z $job_checkpoint_dir ]]; then
+    scheduler_flags+=(--checkpoint-dir "$run_dir/checkpoints")
+  fi
+else
+  scheduler_flags+=(--checkpoint-dir "")
+fi
+scheduler_flags+=(--model-out "${model_out:-$run_dir/model.safetensors}")
+resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 echo "$resolved" > "$run_dir/job.yaml"
 echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
 

@@ -80,3 +80,25 @@ Result<bool> ChunkSampler::FlushAndCheckComplete(uint32_t epoch) {
 }
 
 }  // namespace hetps
+
+namespace hetps {
+
+ChunkSampler::Position ChunkSampler::CurrentPosition() const {
+  Position position;
+  position.finished = finished_;
+  position.finished.insert(position.finished.end(), drained_.begin(), drained_.end());
+  for (const Held& chunk : held_) {
+    position.held.push_back(chunk.chunk);
+    position.held_next.push_back(chunk.next);
+  }
+  return position;
+}
+
+void ChunkSampler::Reset() {
+  held_.clear();
+  finished_.clear();
+  drained_.clear();
+  last_epoch_complete_ = false;
+}
+
+}  // namespace hetps

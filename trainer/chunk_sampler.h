@@ -32,6 +32,19 @@ class ChunkSampler {
   // (by any trainer). A trainer that has run out of its last epoch asks until it is.
   Result<bool> FlushAndCheckComplete(uint32_t epoch);
 
+  // Where this trainer's data stands between two calls of Next(): the chunks whose every sample
+  // has been handed out (so trained, once the step that took them is done) but not yet reported
+  // to the scheduler, and for each chunk still held the first position not handed out.
+  struct Position {
+    std::vector<uint32_t> finished;  // chunk ids, as in ChunkGrant
+    std::vector<uint32_t> held;
+    std::vector<uint64_t> held_next;
+  };
+  Position CurrentPosition() const;
+  // Forgets every chunk held or not yet reported: the scheduler went back to a checkpoint's data
+  // position, which it hands out again.
+  void Reset();
+
   uint64_t samples_handed_out() const { return handed_out_; }
   // Whether chunks with untrained samples are held.
   bool holds_chunks() const { return !held_.empty(); }

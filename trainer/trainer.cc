@@ -10,6 +10,7 @@
 #include "common/transport.h"
 #include "trainer/chunk_sampler.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/data_position_reporter.h"
 #include "trainer/device/blas_check.h"
 #include "trainer/device/device.h"
 #include "trainer/device/model_buffers.h"
@@ -70,6 +71,7 @@ class Trainer::Session {
   std::unique_ptr<StepRunner> step_;
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ProgressReporter> progress_;
+  std::unique_ptr<DataPositionReporter> position_;
 
   uint32_t epoch_ = 0;
   uint64_t clock_ = 0;
@@ -131,11 +133,13 @@ Status Trainer::Session::Setup() {
                                            eval_options);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
+  position_ =
+      std::make_unique<DataPositionReporter>(control_.get(), &sender_, job_.mode == ConsistencyMode::kSync);
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
   HostTensors initial = buffers_->HostWeights();
   HETPS_RETURN_IF_ERROR(client_->InitWeights(initial.data, initial.owner));
-  auto pulled = client_->Pull(/*clock=*/0, /*latest=*/false, buffers_->weight_targets());
+  auto pulled = client_->Pull(clock_, /*latest=*/false, buffers_->weight_targets());
   if (!pulled.ok()) return pulled.status();
   buffers_->CommitWeights();
   weight_version_ = pulled->weight_version;
@@ -201,6 +205,9 @@ Status Trainer::Session::ConnectToServers() {
   auto map = ShardMap::FromWire(*wire_map);
   if (!map.ok()) return map.status().WithContext("shard map from the scheduler");
   map_ = std::make_unique<ShardMap>(std::move(*map));
+  // A job resumed from a checkpoint starts where it was cut.
+  clock_ = wire_map->resume_clock();
+  epoch_ = wire_map->resume_epoch();
   HETPS_RETURN_IF_ERROR(CompareSignatures(buffers_->signature(), map_->tensors())
                             .WithContext("the shard map does not describe this trainer's model"));
   std::vector<std::string> endpoints(map_->num_servers());
@@ -227,6 +234,7 @@ Status Trainer::Session::TrainEpochs() {
   while (epoch_ < job_.epochs) {
     HETPS_RETURN_IF_ERROR(HandleControl());
     ApplyPendingBatch();
+    HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
     auto indices = sampler_->Next(epoch_, job_.batch_size);
     if (!indices.ok()) return indices.status();
     if (indices->empty() && !sync) {
@@ -305,6 +313,9 @@ Status Trainer::Session::HandleControl() {
       case wire::Body::Rebalance:
         NoteRebalance(*message->body<wire::Rebalance>());
         break;
+      case wire::Body::CheckpointRequest:
+        if (position_) position_->Note(*message->body<wire::CheckpointRequest>());
+        break;
       case wire::Body::Membership:
         HETPS_LOG(INFO) << "membership epoch " << message->body<wire::Membership>()->membership_epoch()
                         << ": " << message->body<wire::Membership>()->trainers()->size() << " live trainers";
@@ -334,6 +345,7 @@ void Trainer::Session::NoteRebalance(const wire::Rebalance& rebalance) {
 Status Trainer::Session::WaitForShutdown() {
   while (true) {
     HETPS_RETURN_IF_ERROR(HandleControl());  // Aborted (mapped by Run) once the job ends
+    HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_, /*idle=*/true));
     PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
   }
 }

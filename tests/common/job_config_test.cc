@@ -67,6 +67,12 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.join_timeout_s == 300);
   CATCH_CHECK(o.request_timeout_ms == 120000);
   CATCH_CHECK(o.progress_interval_ms == 1000);
+  CATCH_CHECK(o.checkpoint.dir.empty());
+  CATCH_CHECK(o.checkpoint.interval_seconds == 30);
+  CATCH_CHECK(o.checkpoint.interval_steps == 0);
+  CATCH_CHECK(o.checkpoint.keep == 3);
+  CATCH_CHECK(o.checkpoint.recovery_timeout_s == 600);
+  CATCH_CHECK(o.model_out.empty());
 }
 
 // A job file setting every top-level key to a value other than its default.
@@ -102,6 +108,13 @@ heartbeat_timeout_ms: 2000
 join_timeout_s: 60
 request_timeout_ms: 30000
 progress_interval_ms: 250
+checkpoint:
+  dir: /tmp/ckpt
+  interval_seconds: 10
+  interval_steps: 500
+  keep: 2
+  recovery_timeout_s: 60
+model_out: /tmp/model.safetensors
 )";
 
 CATCH_TEST_CASE("An empty job file means every default", "[common][job_config]") {
@@ -143,6 +156,12 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.join_timeout_s == 60);
   CATCH_CHECK(o.request_timeout_ms == 30000);
   CATCH_CHECK(o.progress_interval_ms == 250);
+  CATCH_CHECK(o.checkpoint.dir == "/tmp/ckpt");
+  CATCH_CHECK(o.checkpoint.interval_seconds == 10);
+  CATCH_CHECK(o.checkpoint.interval_steps == 500);
+  CATCH_CHECK(o.checkpoint.keep == 2);
+  CATCH_CHECK(o.checkpoint.recovery_timeout_s == 60);
+  CATCH_CHECK(o.model_out == "/tmp/model.safetensors");
 
   // The file above must cover every accepted key, so a new key without a test fails here.
   std::set<std::string> in_file;
@@ -198,6 +217,9 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"staleness_aware_lr: true\n", {"staleness_aware_lr", "needs mode async or ssp"}},
       {"wire_dtype: fp8\n", {"job.yaml:1: wire_dtype", "'fp8'", "fp32, bf16, fp16"}},
       {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
+      {"checkpoint:\n  keep: 0\n", {"job.yaml:2: checkpoint.keep", "0 is out of range", "1..1000000"}},
+      {"checkpoint:\n  every: 3\n", {"job.yaml:2: checkpoint.every", "unknown key", "interval_seconds"}},
+      {"checkpoint: /tmp/x\n", {"checkpoint", "expected a map"}},
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
       {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},
       {"dataset: mnist\n", {"job.yaml:1: dataset", "'mnist'", "fashion-mnist"}},

@@ -1,0 +1,81 @@
+// The server's side of checkpoints and recovery: the scheduler asks for the state at a cut
+// (CheckpointRequest -> CheckpointState) and replaces it (Restore -> Ack), on the data socket,
+// where tensors travel in frames of their own. Part of the Server class (ps/server.h), on its
+// I/O thread like the rest.
+#include "common/logging.h"
+#include "common/transport.h"
+#include "ps/server.h"
+
+namespace hetps {
+
+void Server::HandleSchedulerRequest(Message message) {
+  if (!shard_) {
+    return Refuse(message, wire::ErrorCode::Unexpected, "this server has no shard map yet");
+  }
+  switch (message.kind()) {
+    case wire::Body::CheckpointRequest:
+      return HandleCheckpointRequest(std::move(message));
+    case wire::Body::Restore:
+      return HandleRestore(std::move(message));
+    default:
+      return Refuse(message, wire::ErrorCode::Unexpected,
+                    std::string(KindName(message.kind())) + " from the scheduler on the data socket");
+  }
+}
+
+void Server::HandleCheckpointRequest(Message message) {
+  const auto* request = message.body<wire::CheckpointRequest>();
+  const uint32_t checkpoint = request->checkpoint();
+  const uint64_t seq = message.env().seq();
+  std::optional<uint64_t> round;
+  if (!request->now()) round = request->round();
+  auto routing_id = std::make_shared<zmq::message_t>(std::move(message.routing_id));
+  const uint32_t generation = sender_.generation();
+  Status status = shard_->TakeSnapshot(round, [this, routing_id, checkpoint, generation](Shard::Snapshot& s) {
+    if (generation != sender_.generation()) return;  // a restore came in between
+    flatbuffers::FlatBufferBuilder fbb(256 + 64 * s.tensors.size());
+    auto tensors = SignatureToWire(fbb, s.tensors);
+    auto body = wire::CreateCheckpointState(fbb, checkpoint, s.version, s.round, tensors);
+    HETPS_LOG(DEBUG) << "checkpoint " << checkpoint << " cut at version " << s.version << ", round "
+                     << s.round;
+    Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::CheckpointState, body.Union()),
+          std::move(s.frames));
+  });
+  if (!status.ok()) {
+    HETPS_LOG(INFO) << "cannot take checkpoint " << checkpoint << ": " << status.message();
+    Reply(std::move(*routing_id), sender_.MakeError(wire::ErrorCode::Stale, status.message(), seq));
+  }
+}
+
+void Server::HandleRestore(Message message) {
+  const auto* restore = message.body<wire::Restore>();
+  Status status;
+  if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
+    status = shard_->Restore(SignatureFromWire(*restore->tensors()), message.tensors, restore->round());
+  } else if (restore->reset()) {
+    shard_->Reset();
+  } else {
+    // Keeps the state; only the generation changes below.
+  }
+  if (!status.ok()) {
+    HETPS_LOG(ERROR) << "cannot restore checkpoint " << restore->checkpoint() << ": " << status.message();
+    return Refuse(message, wire::ErrorCode::Refused, status.message());
+  }
+  sender_.set_generation(restore->generation());
+  // Pulls waiting for rounds that no longer exist would never be answered; their trainers pull again.
+  pending_.clear();
+  if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
+    HETPS_LOG(INFO) << "restored checkpoint " << restore->checkpoint() << " (generation "
+                    << restore->generation()
+                    << (shard_->mode() == ConsistencyMode::kSync
+                            ? ", round " + std::to_string(restore->round())
+                            : "")
+                    << ")";
+  } else {
+    HETPS_LOG(INFO) << (restore->reset() ? "back to uninitialised partitions" : "keeping this server's state")
+                    << " (generation " << restore->generation() << ")";
+  }
+  Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
+}
+
+}  // namespace hetps

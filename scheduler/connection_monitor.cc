@@ -1,0 +1,67 @@
+#include "scheduler/connection_monitor.h"
+
+#include <cstdint>
+#include <cstring>
+
+#include "common/logging.h"
+
+namespace hetps {
+
+ConnectionMonitor::ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router)
+    : router_(router), events_(context, zmq::socket_type::pair) {
+  // Unique per monitor, so that several schedulers in one test process do not collide.
+  const std::string address =
+      "inproc://hetps-connection-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  if (zmq_socket_monitor(static_cast<void*>(router_), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+    HETPS_LOG(WARNING) << "cannot monitor the control socket (" << zmq_strerror(zmq_errno())
+                       << "); lost members will be noticed by their silence only";
+    return;
+  }
+  events_.set(zmq::sockopt::linger, 0);
+  events_.connect(address);
+}
+
+ConnectionMonitor::~ConnectionMonitor() {
+  zmq_socket_monitor(static_cast<void*>(router_), nullptr, 0);
+}
+
+void ConnectionMonitor::Note(const std::string& routing_id, const zmq::message_t& routing_id_frame) {
+  const int fd = zmq_msg_get(const_cast<zmq_msg_t*>(routing_id_frame.handle()), ZMQ_SRCFD);
+  if (fd >= 0) fd_of_[routing_id] = fd;
+}
+
+void ConnectionMonitor::Forget(const std::string& routing_id) {
+  fd_of_.erase(routing_id);
+}
+
+std::vector<std::string> ConnectionMonitor::TakeDropped() {
+  std::vector<std::string> dropped;
+  while (true) {
+    zmq::message_t event;
+    zmq::message_t address;
+    try {
+      if (!events_.recv(event, zmq::recv_flags::dontwait)) break;
+      // The second frame (the endpoint) always follows the first.
+      if (event.more()) (void)events_.recv(address, zmq::recv_flags::none);
+    } catch (const zmq::error_t&) {
+      break;
+    }
+    if (event.size() < 6) continue;
+    uint16_t kind = 0;
+    uint32_t fd = 0;
+    std::memcpy(&kind, event.data(), sizeof(kind));
+    std::memcpy(&fd, static_cast<const char*>(event.data()) + 2, sizeof(fd));
+    if (kind != ZMQ_EVENT_DISCONNECTED) continue;
+    for (auto it = fd_of_.begin(); it != fd_of_.end();) {
+      if (it->second == static_cast<int>(fd)) {
+        dropped.push_back(it->first);
+        it = fd_of_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  return dropped;
+}
+
+}  // namespace hetps

@@ -1,0 +1,50 @@
+// ConnectionMonitor: tells the scheduler within moments which member's control connection dropped
+// (its process was killed or crashed, its machine went away), rather than after the heartbeat
+// timeout.
+//
+// A ROUTER does not say which peer a closed connection belonged to, and the notification option
+// that would (ZMQ_ROUTER_NOTIFY) is in ZeroMQ's draft API, which Debian's build leaves out. So: a
+// socket monitor reports each closed connection's file descriptor, every received message carries
+// the descriptor it arrived on (ZMQ_SRCFD), and the monitor remembers, per member, the descriptor
+// of its latest message. A member that reconnected has sent on a new descriptor since, so the old
+// one closing does not count against it.
+//
+// Owned by the scheduler's loop thread, which owns the ROUTER too and polls socket().
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <zmq.hpp>
+
+namespace hetps {
+
+class ConnectionMonitor {
+ public:
+  // Starts monitoring `router` (which must outlive this object) for closed connections.
+  ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router);
+  // Stops monitoring.
+  ~ConnectionMonitor();
+  ConnectionMonitor(const ConnectionMonitor&) = delete;
+  ConnectionMonitor& operator=(const ConnectionMonitor&) = delete;
+
+  // Readable when events wait; poll it beside the ROUTER.
+  zmq::socket_t& socket() { return events_; }
+
+  // Records that a message from member `routing_id` arrived; `routing_id_frame` is the frame
+  // the ROUTER delivered its routing id in.
+  void Note(const std::string& routing_id, const zmq::message_t& routing_id_frame);
+  // No longer watches `routing_id` (it left or was declared dead).
+  void Forget(const std::string& routing_id);
+
+  // Reads the events waiting, without blocking; the members whose latest connection closed.
+  std::vector<std::string> TakeDropped();
+
+ private:
+  zmq::socket_t& router_;
+  zmq::socket_t events_;
+  std::map<std::string, int> fd_of_;  // member -> descriptor its latest message came on
+};
+
+}  // namespace hetps

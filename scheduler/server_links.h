@@ -1,0 +1,45 @@
+// ServerLinks: the scheduler's own connections to the servers' data sockets, one DEALER per
+// server rank, over which it asks for checkpoints and restores state. Those messages carry the
+// model's tensors in frames of their own, so they stay off the control channel.
+//
+// Owned by the scheduler's loop thread, which polls sockets() and calls every method.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <zmq.hpp>
+
+#include "common/message.h"
+#include "common/status.h"
+
+namespace hetps {
+
+class ServerLinks {
+ public:
+  explicit ServerLinks(zmq::context_t& context) : context_(context) {}
+
+  // Connects to server `rank` at `endpoint`, replacing an earlier connection to that rank
+  // (whose unsent messages are dropped). InvalidArgument for a malformed endpoint.
+  Status Connect(uint32_t rank, const std::string& endpoint);
+  void Disconnect(uint32_t rank);
+  bool Connected(uint32_t rank) const { return links_.count(rank) > 0; }
+
+  // Sends without blocking. Unavailable when there is no connection to `rank` or its queue is full.
+  Status Send(uint32_t rank, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
+
+  // The sockets to poll for replies.
+  std::vector<zmq::socket_t*> sockets();
+  // Every reply waiting, with the rank of the server that sent it.
+  std::vector<std::pair<uint32_t, Message>> ReceiveAll();
+
+ private:
+  zmq::context_t& context_;
+  std::map<uint32_t, std::unique_ptr<zmq::socket_t>> links_;
+};
+
+}  // namespace hetps

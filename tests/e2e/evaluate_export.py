@@ -1,0 +1,66 @@
+"""Loads a model hetps exported (model.safetensors) into the FashionCNN written in PyTorch, the way
+a Python user would (safetensors.torch.load_file, module.load_state_dict), evaluates it on the
+Fashion-MNIST test set, and checks the accuracy against the one hetps reported.
+
+usage: /usr/bin/python3 evaluate_export.py MODEL.safetensors SUMMARY.json DATA_DIR [TOLERANCE]
+Runs with Debian's python3-torch and the PyPI safetensors that scripts/install-deps.sh installs.
+"""
+import gzip
+import json
+import sys
+
+import numpy as np
+import torch
+from safetensors.torch import load_file
+
+# The trainer's normalisation (trainer/data/fashion_mnist.h).
+PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
+
+
+class FashionCNN(torch.nn.Module):
+    """hetps's built-in cnn (trainer/models/models.cc), with the same parameter names."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1 = torch.nn.Linear(64 * 7 * 7, 512)
+        self.fc2 = torch.nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.relu(self.fc1(x.flatten(1)))
+        return self.fc2(x)
+
+
+def read_idx(path, offset):
+    with gzip.open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+
+
+def main():
+    model_path, summary_path, data_dir = sys.argv[1:4]
+    tolerance = float(sys.argv[4]) if len(sys.argv) > 4 else 0.002
+    summary = json.load(open(summary_path))
+    model = FashionCNN()
+    state = load_file(model_path)
+    model.load_state_dict(state)  # strict: every name and shape must match
+    model.eval()
+    images = read_idx(f"{data_dir}/t10k-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(f"{data_dir}/t10k-labels-idx1-ubyte.gz", 8).astype(np.int64))
+    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - PIXEL_MEAN) / PIXEL_STD
+    torch.set_num_threads(1)
+    correct = 0
+    with torch.no_grad():
+        for i in range(0, len(labels), 500):
+            correct += (model(x[i:i + 500]).argmax(1) == labels[i:i + 500]).sum().item()
+    accuracy = correct / len(labels)
+    reported = summary["final_test_accuracy"]
+    print(f"evaluate_export: {len(state)} tensors; Python accuracy {accuracy:.4f}, hetps reported {reported:.4f}")
+    if abs(accuracy - reported) > tolerance:
+        sys.exit(f"evaluate_export: accuracies differ by {abs(accuracy - reported):.4f} > {tolerance}")
+
+
+if __name__ == "__main__":
+    main()
