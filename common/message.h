@@ -21,6 +21,9 @@ struct Message {
   zmq::message_t routing_id;            // the peer, on a ROUTER socket; empty otherwise
   zmq::message_t envelope;              // frame 0: a wire::Envelope
   std::vector<zmq::message_t> tensors;  // frames 1..n: raw tensor bytes
+  // The descriptor of the connection it arrived on (ZMQ_SRCFD; a ROUTER's only way to tell its
+  // peers' connections apart), or -1.
+  int source_fd = -1;
 
   // The envelope. Only valid after VerifyEnvelope(*this) returned OK.
   const wire::Envelope& env() const { return *wire::GetEnvelope(envelope.data()); }

@@ -75,6 +75,9 @@ Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router) {
   Message message;
   size_t next = 0;
   if (router && next < frames.size()) message.routing_id = std::move(frames[next++]);
+  // Read before Aligned() may copy the frame: the copy has no metadata. (A ROUTER's routing id
+  // frame loses it too when the message was prefetched by a poll.)
+  if (next < frames.size()) message.source_fd = zmq_msg_get(frames[next].handle(), ZMQ_SRCFD);
   if (next < frames.size()) message.envelope = Aligned(std::move(frames[next++]));
   message.tensors.reserve(frames.size() - next);
   for (; next < frames.size(); ++next) message.tensors.push_back(Aligned(std::move(frames[next])));

@@ -25,9 +25,10 @@ ConnectionMonitor::~ConnectionMonitor() {
   zmq_socket_monitor(static_cast<void*>(router_), nullptr, 0);
 }
 
-void ConnectionMonitor::Note(const std::string& routing_id, const zmq::message_t& routing_id_frame) {
-  const int fd = zmq_msg_get(const_cast<zmq_msg_t*>(routing_id_frame.handle()), ZMQ_SRCFD);
-  if (fd >= 0) fd_of_[routing_id] = fd;
+void ConnectionMonitor::Note(const std::string& routing_id, int fd) {
+  if (fd < 0) return;
+  auto [it, added] = fd_of_.insert_or_assign(routing_id, fd);
+  if (added) HETPS_LOG(DEBUG) << "member " << routing_id << " talks on descriptor " << fd;
 }
 
 void ConnectionMonitor::Forget(const std::string& routing_id) {

@@ -5,9 +5,9 @@
 // A ROUTER does not say which peer a closed connection belonged to, and the notification option
 // that would (ZMQ_ROUTER_NOTIFY) is in ZeroMQ's draft API, which Debian's build leaves out. So: a
 // socket monitor reports each closed connection's file descriptor, every received message carries
-// the descriptor it arrived on (ZMQ_SRCFD), and the monitor remembers, per member, the descriptor
-// of its latest message. A member that reconnected has sent on a new descriptor since, so the old
-// one closing does not count against it.
+// the descriptor it arrived on (ZMQ_SRCFD, read from its first frame before anything copies it),
+// and the monitor remembers, per member, the descriptor of its latest message. A member that reconnected has
+// sent on a new descriptor since, so the old one closing does not count against it.
 //
 // Owned by the scheduler's loop thread, which owns the ROUTER too and polls socket().
 #pragma once
@@ -32,9 +32,9 @@ class ConnectionMonitor {
   // Readable when events wait; poll it beside the ROUTER.
   zmq::socket_t& socket() { return events_; }
 
-  // Records that a message from member `routing_id` arrived; `routing_id_frame` is the frame
-  // the ROUTER delivered its routing id in.
-  void Note(const std::string& routing_id, const zmq::message_t& routing_id_frame);
+  // Records that a message from member `routing_id` arrived on descriptor `source_fd`
+  // (Message::source_fd; -1: unknown, ignored).
+  void Note(const std::string& routing_id, int source_fd);
   // No longer watches `routing_id` (it left or was declared dead).
   void Forget(const std::string& routing_id);
 

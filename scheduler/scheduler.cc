@@ -150,7 +150,7 @@ void Scheduler::Handle(Message message) {
                   member->Describe() + " was declared dead; restart it to rejoin");
   }
   member->last_heard = Clock::now();
-  monitor_->Note(member->routing_id, message.routing_id);
+  monitor_->Note(member->routing_id, message.source_fd);
   switch (message.kind()) {
     case wire::Body::Heartbeat: {
       if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) {
@@ -249,6 +249,7 @@ void Scheduler::HandleJoin(const Message& message) {
     member->host = join->host() ? join->host()->str() : "";
     member->pid = join->pid();
     member->endpoint = join->endpoint() ? join->endpoint()->str() : "";
+    monitor_->Note(member->routing_id, message.source_fd);
     member->device = join->device() ? join->device()->str() : "";
     HETPS_LOG(INFO) << member->Describe() << " joined"
                     << (member->endpoint.empty() ? "" : " serving on " + member->endpoint);
