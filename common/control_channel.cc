@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <thread>
@@ -145,6 +146,7 @@ Result<Message> ControlChannel::Request(zmq::message_t request, wire::Body reply
       }
     }
     if (shutdown_) return Status::Unavailable("the job was shut down: " + shutdown_->reason);
+    if (paused_ != 0) return Status::Unavailable("the scheduler paused the job (a server was lost)");
     const auto now = Clock::now();
     if (now >= deadline) {
       return Status::Timeout("no " + std::string(KindName(reply)) + " from the scheduler at " +
@@ -203,6 +205,9 @@ void ControlChannel::Accept(Message message) {
     }
     case wire::Body::Membership:
       sender_->set_membership_epoch(message.body<wire::Membership>()->membership_epoch());
+      break;
+    case wire::Body::Pause:
+      paused_ = std::max(paused_, message.body<wire::Pause>()->generation());
       break;
     default:
       break;

@@ -66,6 +66,11 @@ class ControlChannel {
   // Set once a Shutdown has arrived.
   const std::optional<ShutdownNotice>& shutdown() const { return shutdown_; }
 
+  // The generation of a Pause from the scheduler (a server was lost) that the owner has not
+  // cleared yet; 0: none. Request() gives up while it is set, unless its reply is already in.
+  uint32_t paused() const { return paused_; }
+  void ClearPause() { paused_ = 0; }
+
   // Builds the heartbeats this member sends (servers add their counters). Default: empty.
   void set_heartbeat_builder(std::function<zmq::message_t(Sender&)> builder);
 
@@ -84,6 +89,7 @@ class ControlChannel {
   zmq::socket_t socket_;
   std::deque<Message> inbox_;
   std::optional<ShutdownNotice> shutdown_;
+  uint32_t paused_ = 0;
   std::function<zmq::message_t(Sender&)> heartbeat_builder_;
   std::chrono::steady_clock::time_point last_heard_;
   std::chrono::steady_clock::time_point last_heartbeat_;

@@ -45,6 +45,25 @@ Status PsClient::Connect() {
   return Status::Ok();
 }
 
+Status PsClient::Reconnect(const std::vector<std::string>& endpoints) {
+  if (endpoints.size() != endpoints_.size()) {
+    return Status::Protocol("the scheduler named " + std::to_string(endpoints.size()) + " servers, not " +
+                            std::to_string(endpoints_.size()));
+  }
+  for (uint32_t s = 0; s < endpoints.size(); ++s) {
+    if (endpoints[s] == endpoints_[s]) continue;
+    sockets_[s].set(zmq::sockopt::linger, 0);
+    SocketOptions options;
+    options.router_mandatory = false;
+    options.send_timeout_ms = static_cast<int>(options_.request_timeout.count());
+    sockets_[s] = MakeSocket(context_, zmq::socket_type::dealer, options);
+    HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_[s], endpoints[s]));
+    endpoints_[s] = endpoints[s];
+  }
+  awaiting_.assign(awaiting_.size(), false);
+  return Status::Ok();
+}
+
 Status PsClient::SendToAll(const std::function<void(uint32_t, Message*)>& build) {
   for (uint32_t s = 0; s < sockets_.size(); ++s) {
     Message request;
@@ -66,6 +85,8 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   while (remaining > 0) {
     auto readable = PollReadable(polled, std::chrono::milliseconds(100));
     HETPS_RETURN_IF_ERROR(control_->Service());
+    if (control_->paused() != 0)
+      return Status::Unavailable("the scheduler paused the job (a server was lost)");
     if (control_->shutdown()) {
       return Status::Unavailable("the scheduler ended the job: " + (control_->shutdown()->reason.empty()
                                                                         ? std::string("finished")
@@ -82,6 +103,8 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
         Status valid = VerifyEnvelope(reply);
         if (!valid.ok())
           return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
+        // An answer to a request made before the last recovery: what it answers was undone.
+        if (reply.env().generation() < sender_->generation()) continue;
         if (reply.kind() == wire::Body::Error) {
           return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
                                             reply.body<wire::Error>()->reason()->str());

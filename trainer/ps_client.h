@@ -46,6 +46,9 @@ class PsClient {
            ControlChannel* control, Options options);
 
   Status Connect();
+  // After a recovery: servers whose endpoint changed (a replacement took a lost server's rank)
+  // get a new connection; messages still queued for the old one are dropped.
+  Status Reconnect(const std::vector<std::string>& endpoints);
 
   // Offers `weights` (one host buffer per tensor) as the initial model; servers keep the first
   // offer they get. `owner` keeps the buffers alive until sent.

@@ -51,7 +51,15 @@ class Trainer::Session {
   // Adopts a batch size announced for the step about to run.
   void ApplyPendingBatch();
   TrainerPosition Position() const;
+  // Waits for the end of the job; OK when a recovery sent training back (sync rollback).
   Status WaitForShutdown();
+  // The scheduler paused the job (a server was lost): forgets the step under way, waits for
+  // Resume, reconnects, offers the initial weights again when told, pulls, and goes on from the
+  // step and epoch the scheduler names (sync) or where it was.
+  Status Recover();
+  Status ApplyResume(const wire::Resume& resume);
+  // `status` of a step, request or evaluation: after a Pause, the outcome of Recover().
+  Status RecoverIfPaused(Status status);
   // The status to return once the scheduler has said Shutdown.
   Status ShutdownStatus() const;
 
@@ -98,8 +106,11 @@ Status Trainer::Run() {
 Status Trainer::Session::Run() {
   SetThreadLogTag("trainer");
   Status status = Setup();
-  if (status.ok()) status = TrainEpochs();
-  if (status.ok()) status = WaitForShutdown();
+  // WaitForShutdown returns OK only when a recovery sent training back.
+  while (status.ok()) {
+    status = TrainEpochs();
+    if (status.ok()) status = WaitForShutdown();
+  }
   // Whatever was under way, a Shutdown from the scheduler decides how this trainer ends.
   if (control_ && control_->shutdown()) return ShutdownStatus();
   return status;
@@ -232,11 +243,18 @@ Status Trainer::Session::TrainEpochs() {
   model_->train();
   progress_ = std::make_unique<ProgressReporter>(control_.get(), &sender_, job_.progress_interval);
   while (epoch_ < job_.epochs) {
-    HETPS_RETURN_IF_ERROR(HandleControl());
+    Status handled = HandleControl();
+    if (!handled.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(handled));
+      continue;
+    }
     ApplyPendingBatch();
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
     auto indices = sampler_->Next(epoch_, job_.batch_size);
-    if (!indices.ok()) return indices.status();
+    if (!indices.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(indices.status()));
+      continue;
+    }
     if (indices->empty() && !sync) {
       if (epoch_ + 1 < job_.epochs) {
         ++epoch_;
@@ -244,13 +262,20 @@ Status Trainer::Session::TrainEpochs() {
       }
       if (job_.mode == ConsistencyMode::kSsp && !idle_) {
         // Out of data: the others must not wait for this trainer's clock.
-        HETPS_RETURN_IF_ERROR(client_->MarkIdle(clock_));
+        Status marked = client_->MarkIdle(clock_);
+        if (!marked.ok()) {
+          HETPS_RETURN_IF_ERROR(RecoverIfPaused(marked));
+          continue;
+        }
         idle_ = true;
       }
       // Out of data in the last epoch: wait until every chunk is trained (a trainer that dies
       // returns its chunks, which this trainer then takes).
       auto complete = sampler_->FlushAndCheckComplete(epoch_);
-      if (!complete.ok()) return complete.status();
+      if (!complete.ok()) {
+        HETPS_RETURN_IF_ERROR(RecoverIfPaused(complete.status()));
+        continue;
+      }
       if (*complete) break;
       if (!sampler_->holds_chunks()) {
         PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
@@ -259,7 +284,11 @@ Status Trainer::Session::TrainEpochs() {
       continue;
     }
     uint64_t round_samples = 0;
-    HETPS_RETURN_IF_ERROR(Step(*indices, &round_samples));
+    Status stepped = Step(*indices, &round_samples);
+    if (!stepped.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(stepped));
+      continue;
+    }
     // In sync mode the epoch ends for everyone at the first round in which nobody had data.
     if (sync && round_samples == 0) ++epoch_;
     progress_->Report(Position(), /*force=*/false);
@@ -302,7 +331,10 @@ TrainerPosition Trainer::Session::Position() const {
 
 Status Trainer::Session::HandleControl() {
   HETPS_RETURN_IF_ERROR(control_->Service());
-  while (auto message = control_->TakeInbox()) {
+  // After a Pause the inbox is left to Recover(), which looks for the Resume in it.
+  while (control_->paused() == 0) {
+    auto message = control_->TakeInbox();
+    if (!message) break;
     switch (message->kind()) {
       case wire::Body::EvalRequest: {
         auto version = evaluator_->Handle(*message->body<wire::EvalRequest>(), clock_);
@@ -324,9 +356,10 @@ Status Trainer::Session::HandleControl() {
         HETPS_LOG(WARNING) << "the scheduler reported: " << message->body<wire::Error>()->reason()->str();
         break;
       default:
-        break;
+        break;  // e.g. the answer to a chunk request that a pause interrupted: the chunk was not given
     }
   }
+  if (control_->paused() != 0 && !control_->shutdown()) return Status::Unavailable("paused by the scheduler");
   // Run() turns this into the right final status, OK for a job that finished.
   if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
   return Status::Ok();
@@ -344,10 +377,72 @@ void Trainer::Session::NoteRebalance(const wire::Rebalance& rebalance) {
 
 Status Trainer::Session::WaitForShutdown() {
   while (true) {
-    HETPS_RETURN_IF_ERROR(HandleControl());  // Aborted (mapped by Run) once the job ends
+    Status handled = HandleControl();  // Aborted (mapped by Run) once the job ends
+    if (!handled.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(handled));
+      if (epoch_ < job_.epochs) return Status::Ok();  // a rollback: train again
+      continue;
+    }
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_, /*idle=*/true));
     PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
   }
+}
+
+Status Trainer::Session::RecoverIfPaused(Status status) {
+  if (control_->paused() == 0 || control_->shutdown()) return status;
+  return Recover();
+}
+
+Status Trainer::Session::Recover() {
+  HETPS_LOG(WARNING) << "paused by the scheduler: a server was lost; waiting for it to be replaced";
+  if (progress_) progress_->Report(Position(), /*force=*/true);  // the samples trained so far
+  while (true) {
+    HETPS_RETURN_IF_ERROR(control_->Service());
+    if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
+    while (auto message = control_->TakeInbox()) {
+      if (message->kind() != wire::Body::Resume) continue;  // anything else predates the pause
+      const auto* resume = message->body<wire::Resume>();
+      if (resume->generation() < control_->paused()) continue;  // another server was lost since
+      return ApplyResume(*resume);
+    }
+    PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+  }
+}
+
+Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
+  sender_.set_generation(resume.generation());
+  control_->ClearPause();
+  std::vector<std::string> endpoints(map_->num_servers());
+  for (const wire::ServerEndpoint* server : *resume.servers()) {
+    if (server->rank() < endpoints.size()) endpoints[server->rank()] = server->endpoint()->str();
+  }
+  HETPS_RETURN_IF_ERROR(client_->Reconnect(endpoints));
+  if (resume.reinitialize()) {
+    // Nothing to restore from: the restored servers take the initial weights, offered again.
+    auto initial = BuildModel(job_.model, job_.seed);
+    if (!initial.ok()) return initial.status();
+    auto buffers = ModelBuffers::Create(**initial, torch::kCPU);
+    if (!buffers.ok()) return buffers.status();
+    HostTensors weights = (*buffers)->HostWeights();
+    HETPS_RETURN_IF_ERROR(client_->InitWeights(weights.data, weights.owner));
+  }
+  if (resume.rollback()) {
+    clock_ = resume.clock();
+    epoch_ = resume.epoch();
+    sampler_->Reset();
+    position_->Forget();
+    idle_ = false;
+  } else if (idle_) {
+    HETPS_RETURN_IF_ERROR(client_->MarkIdle(clock_));  // a replacement does not know it
+  }
+  const bool sync = job_.mode == ConsistencyMode::kSync;
+  auto pulled = client_->Pull(sync ? clock_ : 0, /*latest=*/!sync, buffers_->weight_targets());
+  if (!pulled.ok()) return RecoverIfPaused(pulled.status());
+  buffers_->CommitWeights();
+  weight_version_ = pulled->weight_version;
+  HETPS_LOG(INFO) << "resumed" << (resume.rollback() ? " at step " + std::to_string(clock_) : std::string())
+                  << " with the servers' weights of version " << weight_version_;
+  return Status::Ok();
 }
 
 }  // namespace hetps

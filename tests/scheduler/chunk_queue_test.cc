@@ -198,5 +198,35 @@ CATCH_TEST_CASE("Next beyond the last epoch returns nothing", "[scheduler][chunk
   CATCH_CHECK(queue.Next(0, 1).has_value());
 }
 
+CATCH_TEST_CASE("A restored data position hands out partly trained chunks first, from where they stopped",
+                "[scheduler][chunk_queue][checkpoint]") {
+  ChunkQueue queue(1000, 100, 2);
+  for (uint32_t i = 0; i < 4; ++i) CATCH_REQUIRE(queue.Complete(0, NextOrFail(queue, 0, 0).chunk));
+  const Grant held = NextOrFail(queue, 1, 0);  // chunk 4, held when the job goes back
+  CATCH_CHECK(queue.Completed().size() == 1);
+  CATCH_CHECK(queue.Completed()[0].chunks == std::vector<uint32_t>{0, 1, 2, 3});
+
+  DataPosition position;
+  position.completed = {{0, {0, 1, 3}}};
+  position.partial = {{0, 2, 250}};  // chunk 2: positions 200..249 trained
+  queue.Restore(position);
+  CATCH_CHECK(queue.completed_samples() == 300);
+  CATCH_CHECK_FALSE(queue.Complete(1, held.chunk));  // nobody holds anything after a restore
+  const Grant first = NextOrFail(queue, 0, 0);
+  CATCH_CHECK(first.chunk == 2);
+  CATCH_CHECK(first.begin == 250);
+  CATCH_CHECK(first.end == 300);
+  std::vector<uint32_t> rest;
+  while (auto grant = queue.Next(1, 0)) {
+    rest.push_back(grant->chunk);
+    CATCH_CHECK(grant->begin == grant->chunk * 100u);
+    CATCH_REQUIRE(queue.Complete(1, grant->chunk));
+  }
+  CATCH_CHECK(rest == std::vector<uint32_t>{4, 5, 6, 7, 8, 9});
+  CATCH_REQUIRE(queue.Complete(0, first.chunk));
+  CATCH_CHECK(queue.EpochComplete(0));
+  CATCH_CHECK(queue.completed_samples() == 1000);  // a partial chunk counts whole once done
+}
+
 }  // namespace
 }  // namespace hetps
