@@ -40,7 +40,10 @@ void Scheduler::MaybeCheckpoint() {
   const auto& c = job_.checkpoint;
   const bool by_time = c.interval_seconds > 0 && now - last_cut_ >= std::chrono::seconds(c.interval_seconds);
   const bool by_steps = c.interval_steps > 0 && clock >= last_cut_clock_ + c.interval_steps;
-  if (by_time || by_steps) BeginCheckpoint(/*final=*/false);
+  if (!by_time && !by_steps) return;
+  // A sync cut's round is placed by the trainers' speed: wait for their first progress reports.
+  if (job_.mode == ConsistencyMode::kSync && clock == 0) return;
+  BeginCheckpoint(/*final=*/false);
 }
 
 void Scheduler::BeginCheckpoint(bool final) {
@@ -60,7 +63,9 @@ void Scheduler::BeginCheckpoint(bool final) {
     if (!final && !t->done) o.trainers.push_back(t->rank);
   }
   if (sync && !final) {
-    const double lead = kCutLeadSeconds * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5));
+    // Progress reports are up to one interval old: the trainers are that much further on.
+    const double lead = kCutLeadSeconds * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5)) +
+                        job_.progress_interval_ms / 1000.0;
     o.round = newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * lead));
   }
   cut_.emplace(o, chunks_.Completed());
