@@ -27,6 +27,11 @@
 #                                of checkpoints: the newest committed one); the job is the
 #                                checkpoint's, and the options above still override it
 # Launcher options:
+#   --max-restarts N   restart a server that dies, with the same arguments, up to N times in all
+#                      (default 3 with checkpoints, 0 without); past that the job stops as when
+#                      restarts are off. A trainer that dies counts as one too, but is not started
+#                      again (a running job does not admit new trainers): the others take its data.
+#                      When the scheduler dies the job stops; continue it with --resume.
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
 #   --no-build         do not (re)build before starting
@@ -49,6 +54,7 @@ checkpoint_dir=""
 checkpoints=1
 model_out=""
 resume=""
+max_restarts=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "launch_local.sh: $1 needs a value" >&2; exit 2; }; }
@@ -59,6 +65,11 @@ while (($#)); do
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
     --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype|--checkpoint-interval)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
+    --checkpoint-dir) need_value "$@"; checkpoint_dir=$2; shift 2 ;;
+    --no-checkpoints) checkpoints=0; shift ;;
+    --model-out) need_value "$@"; model_out=$2; shift 2 ;;
+    --resume) need_value "$@"; resume=$2; shift 2 ;;
+    --max-restarts) need_value "$@"; max_restarts=$2; shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
@@ -115,6 +126,12 @@ fi
 scheduler_flags+=(--model-out "${model_out:-$run_dir/model.safetensors}")
 resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 echo "$resolved" > "$run_dir/job.yaml"
+checkpoints_dir=$(awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved")
+if [[ -z $max_restarts ]]; then
+  if [[ -n $checkpoints_dir ]]; then max_restarts=3; else max_restarts=0; fi
+fi
+[[ $max_restarts =~ ^[0-9]+$ ]] || { echo "launch_local.sh: --max-restarts needs a number, not '$max_restarts'" >&2; exit 2; }
+restarts=0
 echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
 
 names=()   # names[pid]
@@ -177,10 +194,11 @@ if [[ ! -s $endpoint_file ]]; then
 fi
 endpoint=$(<"$endpoint_file")
 
-for ((i = 0; i < servers; i++)); do
-  start "server-$i" "$run_dir/server-$i.log" "$bin/hetps-server" --scheduler "$endpoint" \
+start_server() {  # start_server I
+  start "server-$1" "$run_dir/server-$1.log" "$bin/hetps-server" --scheduler "$endpoint" \
     --threads "$server_threads"
-done
+}
+for ((i = 0; i < servers; i++)); do start_server "$i"; done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
     --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
@@ -210,6 +228,20 @@ while ((${#watching[@]})) && [[ -z $name ]]; do
       break
     fi
     # 3: the member left because the scheduler ended the job; the scheduler reports why.
+    if ((code != 0 && code != 3)) && [[ ${names[$pid]} == server-* ]] && ((restarts < max_restarts)); then
+      restarts=$((restarts + 1))
+      echo "launch_local.sh: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2
+      echo "launch_local.sh: restarted after exit $code" >> "$run_dir/${names[$pid]}.log"
+      start_server "${names[$pid]#server-}"
+      still+=("${pids[${#pids[@]} - 1]}")
+      continue
+    fi
+    # A running job takes no new trainer: the scheduler gives a dead trainer's data to the others.
+    if ((code != 0 && code != 3)) && [[ ${names[$pid]} == trainer-* ]] && ((restarts < max_restarts)); then
+      restarts=$((restarts + 1))
+      echo "launch_local.sh: ${names[$pid]} died (exit $code); the job goes on with the other trainers ($restarts of $max_restarts restarts)" >&2
+      continue
+    fi
     if ((code != 0 && code != 3)); then
       name=${names[$pid]}
       echo "launch_local.sh: $name failed (exit $code); last lines of $run_dir/$name.log:" >&2
@@ -226,6 +258,9 @@ finish 10
 if ((status != 0)); then
   echo "launch_local.sh: the job failed; logs in $run_dir" >&2
   [[ $name == scheduler ]] && tail -n 5 "$run_dir/scheduler.log" >&2
+  if [[ $name == scheduler && -n $checkpoints_dir ]] && ls "$checkpoints_dir"/checkpoint-*/manifest.json >/dev/null 2>&1; then
+    echo "launch_local.sh: continue the job from its newest checkpoint with: scripts/launch_local.sh --resume $checkpoints_dir" >&2
+  fi
   exit 1
 fi
 echo "launch_local.sh: done; logs in $run_dir"

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# The scheduler killed (kill -9) in the middle of training: launch_local.sh stops the cluster and
+# says how to go on; launch_local.sh --resume continues from the newest checkpoint (weights,
+# optimizer state, epoch and data position) and the job trains every sample of the epoch.
+#   scheduler_resume_test.sh BUILD_DIR MODE
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=$1 mode=$2
+work=$(mktemp -d)
+launcher=""
+cleanup() {
+  [[ -n $launcher ]] && kill -s INT "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+samples=12000
+# Trainers 12x slower than they can be, so that the kill falls inside training on any machine.
+
+"$root/scripts/launch_local.sh" --no-build --build-dir "$build" --config "$root/configs/fashion_mnist.yaml" \
+  --servers 2 --trainers 2 --mode "$mode" --model mlp --epochs 1 --lr 0.02 --momentum 0.9 \
+  --max-train-samples "$samples" --checkpoint-interval 1 --slowdown 12,12 --run-dir "$work/first" --progress plain \
+  > "$work/first.out" 2>&1 &
+launcher=$!
+for _ in $(seq 600); do
+  grep -q "checkpoint 1 committed" "$work/first/scheduler.log" 2>/dev/null && break
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+scheduler=$(pgrep -P "$launcher" -f hetps-scheduler || true)
+[[ -n $scheduler ]] || { echo "scheduler_resume_test: no scheduler to kill"; cat "$work/first.out"; exit 1; }
+kill -9 "$scheduler"
+status=0
+wait "$launcher" || status=$?
+launcher=""
+((status != 0)) || { echo "scheduler_resume_test: the launcher did not report the lost scheduler"; exit 1; }
+grep -q -- "--resume $work/first/checkpoints" "$work/first.out" || {
+  echo "scheduler_resume_test: the launcher did not say how to resume"; cat "$work/first.out"; exit 1; }
+
+"$root/scripts/launch_local.sh" --no-build --build-dir "$build" --resume "$work/first/checkpoints" \
+  --summary "$work/run.json" --run-dir "$work/second" --progress plain > "$work/second.out" 2>&1 || {
+  cat "$work/second.out"; for log in "$work"/second/*.log; do echo "== $log"; tail -n 25 "$log"; done; exit 1; }
+/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/run.json" "$mode" 2 2 0.75 "$samples"
+/usr/bin/python3 - "$work/run.json" "$work/first/checkpoints" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["resumed_from"].startswith(sys.argv[2]), s["resumed_from"]
+trained_now = sum(s["samples"])
+# The resumed job trained only what the checkpoint had not: less than the whole epoch.
+assert trained_now < s["samples_completed"], (trained_now, s["samples_completed"])
+print(f"scheduler_resume_test: resumed from {s['resumed_from']}, trained {trained_now} more samples, "
+      f"accuracy {s['final_test_accuracy']:.4f}")
+PY
