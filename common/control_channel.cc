@@ -17,8 +17,11 @@ using Clock = std::chrono::steady_clock;
 std::string MakeRoutingId(wire::Role role) {
   std::random_device device;
   const char* name = role == wire::Role::Server ? "server" : "trainer";
+  // 64 random bits, so that another process cannot guess the id and take it over when this one
+  // reconnects.
+  const uint64_t random = (uint64_t{device()} << 32) | device();
   return std::string(name) + "-" + HostName() + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(device());
+         std::to_string(random);
 }
 
 std::string Seconds(std::chrono::milliseconds ms) {
@@ -29,10 +32,11 @@ std::string Seconds(std::chrono::milliseconds ms) {
 
 SocketOptions DealerOptions(wire::Role role) {
   SocketOptions options;
-  options.max_message_bytes = int64_t{256} << 20;
+  // The scheduler sends envelopes only; the shard map is its largest.
+  options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
   options.routing_id = MakeRoutingId(role);
   options.router_mandatory = false;
-  options.send_timeout_ms = 10000;
+  options.send_timeout = std::chrono::milliseconds(10000);
   return options;
 }
 
@@ -176,7 +180,7 @@ std::optional<Message> ControlChannel::TakeInbox() {
 
 Status ControlChannel::ReceiveAll() {
   while (true) {
-    auto received = TryReceive(socket_, /*router=*/false);
+    auto received = TryReceive(socket_, /*router=*/false, ReceiveLimits{1, kDefaultMaxEnvelopeBytes});
     if (!received.ok()) return received.status();
     if (!received->has_value()) return Status::Ok();
     Accept(std::move(**received));
@@ -184,7 +188,7 @@ Status ControlChannel::ReceiveAll() {
 }
 
 void ControlChannel::Accept(Message message) {
-  Status valid = VerifyEnvelope(message);
+  Status valid = message.over_limit.empty() ? VerifyEnvelope(message) : Status::Protocol(message.over_limit);
   if (!valid.ok()) {
     ++bad_messages_;
     HETPS_LOG(WARNING) << "dropped a malformed message from the scheduler: " << valid.message();
