@@ -1,16 +1,19 @@
 // Server: one parameter-server process (or thread): joins the scheduler, receives its part of
 // the shard map, and serves pushes and pulls from trainers until the scheduler shuts it down.
 //
-// Run() is the loop (the I/O thread); it owns both sockets (control DEALER to the scheduler, data
-// ROUTER for trainers) and the Shard, whose worker threads do the numeric work on the partitions
-// and hand finished replies back to the loop, which sends them. Every other method runs on the
-// thread that calls Run(); bad_messages() may be read from any thread.
+// Run() is the loop (the I/O thread); it owns the data ROUTER for trainers and the Shard, whose
+// worker threads do the numeric work on the partitions and hand finished replies back to the loop,
+// which sends them. The ControlChannel to the scheduler has a thread of its own, which sends the
+// heartbeats (with the counters the loop publishes), so a long optimizer pass never looks like
+// death. Every other method runs on the thread that calls Run(); bad_messages() may be read from
+// any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -87,7 +90,20 @@ class Server {
   Status InstallShard(const wire::ShardMap& wire_map);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
-  zmq::message_t BuildHeartbeat(Sender& sender, bool goodbye);
+
+  // The counters heartbeats and Goodbye carry.
+  struct Counters {
+    Shard::Stats shard;
+    uint64_t pulls = 0;
+    RefusalTally refusals;
+  };
+  Counters CurrentStats() const;
+  // Copies the counters for the control channel's thread, which sends the heartbeats, at most
+  // every kStatsPublishInterval.
+  void PublishStats();
+  Counters PublishedStats() const;
+  static zmq::message_t BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye);
+  static constexpr std::chrono::milliseconds kStatsPublishInterval{100};
 
   zmq::context_t& context_;
   ServerOptions options_;
@@ -101,6 +117,9 @@ class Server {
   ReceiveLimits data_limits_;  // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;
   uint64_t pulls_answered_ = 0;
+  std::chrono::steady_clock::time_point stats_published_{};
+  mutable std::mutex stats_mutex_;
+  Counters published_;  // guarded by stats_mutex_
 };
 
 }  // namespace hetps

@@ -37,8 +37,8 @@ std::string SendThenAskForChunk(testing::ScriptedTrainer& trainer, Sender& sende
   CATCH_REQUIRE(control.Send(sender.Seal(fbb, wire::Body::ChunkRequest, body.Union())).ok());
   std::string refusal;
   for (const auto start = Clock::now(); SecondsSince(start) < 5;) {
-    PollReadable({&control.socket()}, milliseconds(50));
-    CATCH_REQUIRE(control.Service().ok());
+    control.WaitForInbox(milliseconds(50));
+    CATCH_REQUIRE(control.Check().ok());
     while (auto queued = control.TakeInbox()) {
       if (queued->kind() == wire::Body::Error) refusal = queued->body<wire::Error>()->reason()->str();
       if (queued->kind() == wire::Body::ChunkGrant) return refusal;

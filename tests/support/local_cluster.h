@@ -77,6 +77,9 @@ class ScriptedTrainer {
   // The shard map's max_message_bytes as received, and server `s`'s data endpoint.
   uint64_t max_message_bytes() const { return max_message_bytes_; }
   const std::string& client_endpoint(uint32_t s) const { return endpoints_[s]; }
+  // Closes every connection as a crashed process would: no heartbeat, no goodbye. Nothing else
+  // may be called afterwards.
+  void Vanish();
 
  private:
   zmq::context_t& context_;
