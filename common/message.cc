@@ -37,7 +37,8 @@ const char* KindName(wire::Body kind) {
 
 zmq::message_t Sender::Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind,
                             flatbuffers::Offset<void> body) {
-  auto envelope = wire::CreateEnvelope(fbb, role_, rank_, ++seq_, membership_epoch_, kind, body, generation_);
+  auto envelope = wire::CreateEnvelope(fbb, role_, rank_.load(), seq_.fetch_add(1) + 1,
+                                       membership_epoch_.load(), kind, body, generation_.load());
   fbb.Finish(envelope);
   return zmq::message_t(fbb.GetBufferPointer(), fbb.GetSize());
 }
@@ -54,6 +55,14 @@ zmq::message_t Sender::MakeEmpty(wire::Body kind) {
   const auto start = fbb.StartTable();
   flatbuffers::Offset<void> body(fbb.EndTable(start));
   return Seal(fbb, kind, body);
+}
+
+std::string DescribePeer(const Message& message) {
+  std::string who =
+      message.envelope.size() > 0 && VerifyEnvelope(message).ok() ? DescribeSender(message.env()) : "a peer";
+  if (!message.user_id.empty()) who += " (key " + message.user_id + ")";
+  if (!message.peer_address.empty()) who += " at " + message.peer_address;
+  return who;
 }
 
 std::string DescribeSender(const wire::Envelope& env) {

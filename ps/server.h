@@ -1,17 +1,20 @@
 // Server: one parameter-server process (or thread): joins the scheduler, receives its part of
 // the shard map, and serves pushes and pulls from trainers until the scheduler shuts it down.
 //
-// Run() is the loop (the I/O thread); it owns both sockets (control DEALER to the scheduler, data
-// ROUTER for trainers) and the Shard, whose worker threads do the numeric work on the partitions
-// and hand finished replies back to the loop, which sends them. Every other method runs on the
-// thread that calls Run(); bad_messages() may be read from any thread. The scheduler also talks to
-// the data socket: it asks for checkpoints and restores state there (server_checkpoint.cc).
+// Run() is the loop (the I/O thread); it owns the data ROUTER for trainers and the Shard, whose
+// worker threads do the numeric work on the partitions and hand finished replies back to the loop,
+// which sends them. The ControlChannel to the scheduler has a thread of its own, which sends the
+// heartbeats (with the counters the loop publishes), so a long optimizer pass never looks like
+// death. Every other method runs on the thread that calls Run(); bad_messages() may be read from
+// any thread. The scheduler also talks to the data socket: it asks for checkpoints and restores
+// state there (server_checkpoint.cc).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -19,8 +22,10 @@
 
 #include "common/control_channel.h"
 #include "common/message.h"
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "ps/shard.h"
 
 namespace hetps {
@@ -30,7 +35,8 @@ struct ServerOptions {
   std::string bind = "tcp://127.0.0.1:*";            // where trainers reach this server
   std::string advertise;                             // endpoint told to trainers; empty: the bound
                                                      // one (with this host's name for 0.0.0.0)
-  int64_t max_message_bytes = int64_t{64} << 20;     // per frame; larger ones drop the connection
+  int64_t max_message_bytes = int64_t{64} << 20;     // per frame; larger ones drop the connection.
+                                                     // At least the job's partition frames.
   std::chrono::milliseconds connect_timeout{60000};  // give up joining the scheduler after this
   // Worker threads that own the partitions (optimizer steps, sums, reply frames), besides the
   // loop thread that owns the sockets. 1 does that work on the loop thread itself: best on a
@@ -54,7 +60,9 @@ class Server {
   // worker threads have ended when it returns, whatever the outcome.
   Status Run();
 
-  uint64_t bad_messages() const { return bad_messages_.load(); }
+  // Messages refused so far (every reason), and by reason; readable from any thread.
+  uint64_t bad_messages() const { return refusals_.total(); }
+  RefusalTally refusals() const { return refusals_.Snapshot(); }
 
  private:
   struct PendingPull {
@@ -78,11 +86,30 @@ class Server {
   void HandleCheckpointRequest(Message message);
   void HandleRestore(Message message);
   Status HandleShardMap(const Message& message);
-  // Refuses `message`: counts it and answers an Error to its sender.
-  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  // Refuses `message`: counts it under `why`, logs it (sparsely under a flood) and answers an
+  // Error to its sender.
+  void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
+  void Refuse(const Message& message, const Status& status);
+  // ResourceExhausted when `trainer` has as many pulls waiting as this server keeps for one.
+  Status CheckPendingPulls(uint32_t trainer) const;
+  // Checks that the job's partitions fit this server's frame limit and builds the Shard.
+  Status InstallShard(const wire::ShardMap& wire_map);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
-  zmq::message_t BuildHeartbeat(Sender& sender, bool goodbye);
+
+  // The counters heartbeats and Goodbye carry.
+  struct Counters {
+    Shard::Stats shard;
+    uint64_t pulls = 0;
+    RefusalTally refusals;
+  };
+  Counters CurrentStats() const;
+  // Copies the counters for the control channel's thread, which sends the heartbeats, at most
+  // every kStatsPublishInterval.
+  void PublishStats();
+  Counters PublishedStats() const;
+  static zmq::message_t BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye);
+  static constexpr std::chrono::milliseconds kStatsPublishInterval{100};
 
   zmq::context_t& context_;
   ServerOptions options_;
@@ -93,9 +120,13 @@ class Server {
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<Shard> shard_;
   std::deque<PendingPull> pending_;
-  std::atomic<uint64_t> bad_messages_{0};
+  ReceiveLimits data_limits_;  // what one message from a trainer may hold, set by the shard map
+  RefusalCounter refusals_;
   uint64_t pulls_answered_ = 0;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
+  std::chrono::steady_clock::time_point stats_published_{};
+  mutable std::mutex stats_mutex_;
+  Counters published_;  // guarded by stats_mutex_
 };
 
 }  // namespace hetps

@@ -10,7 +10,8 @@ namespace hetps {
 
 void Server::HandleSchedulerRequest(Message message) {
   if (!shard_) {
-    return Refuse(message, wire::ErrorCode::Unexpected, "this server has no shard map yet");
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "this server has no shard map yet");
   }
   switch (message.kind()) {
     case wire::Body::CheckpointRequest:
@@ -18,7 +19,7 @@ void Server::HandleSchedulerRequest(Message message) {
     case wire::Body::Restore:
       return HandleRestore(std::move(message));
     default:
-      return Refuse(message, wire::ErrorCode::Unexpected,
+      return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                     std::string(KindName(message.kind())) + " from the scheduler on the data socket");
   }
 }
@@ -59,7 +60,7 @@ void Server::HandleRestore(Message message) {
   }
   if (!status.ok()) {
     HETPS_LOG(ERROR) << "cannot restore checkpoint " << restore->checkpoint() << ": " << status.message();
-    return Refuse(message, wire::ErrorCode::Refused, status.message());
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid, status.message());
   }
   sender_.set_generation(restore->generation());
   // Pulls waiting for rounds that no longer exist would never be answered; their trainers pull again.

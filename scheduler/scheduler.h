@@ -28,6 +28,7 @@
 #include "checkpoint/manifest.h"
 #include "common/job_config.h"
 #include "common/message.h"
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "scheduler/balancer.h"
@@ -36,6 +37,7 @@
 #include "scheduler/connection_monitor.h"
 #include "scheduler/membership.h"
 #include "scheduler/progress_display.h"
+#include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
 #include "scheduler/server_links.h"
 
@@ -68,6 +70,9 @@ class Scheduler {
   Status Run();
 
   const RunSummary& summary() const { return summary_; }
+
+  // Messages and connections the scheduler itself refused, by reason; readable from any thread.
+  RefusalTally refusals() const { return refusals_.Snapshot(); }
 
  private:
   enum class Phase { kGathering, kStarting, kTraining, kFinishing, kShuttingDown };
@@ -143,7 +148,10 @@ class Scheduler {
       flatbuffers::FlatBufferBuilder& fbb);
 
   void SendTo(const std::string& routing_id, zmq::message_t envelope);
-  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  // Counts a refusal, logs it (sparsely under a flood) and answers the sender with an Error.
+  void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
+  // Refuses `message` when the report it carries is implausible (report_checks.h).
+  bool RefuseImplausible(const Message& message, const Status& check);
   zmq::message_t BuildShardMap();
   double SecondsSince(Clock::time_point start) const;
 
@@ -182,7 +190,8 @@ class Scheduler {
   Clock::time_point shutdown_deadline_{};
   bool failed_ = false;
   std::string failure_;
-  uint64_t bad_messages_ = 0;
+  RefusalCounter refusals_;
+  ReportBounds bounds_;
   RunSummary summary_;
 
   // Checkpoints (scheduler_checkpoints.cc).

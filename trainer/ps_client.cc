@@ -22,7 +22,12 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
       versions_(map.partitions().size(), 0),
       awaiting_(map.partitions().size(), false),
       outgoing_(map.num_servers()) {
-  for (uint32_t s = 0; s < map.num_servers(); ++s) partitions_of_.push_back(map.PartitionsOf(s));
+  for (uint32_t s = 0; s < map.num_servers(); ++s) {
+    partitions_of_.push_back(map.PartitionsOf(s));
+    // A reply holds at most every partition of its server, as float32, besides the envelope.
+    reply_limits_.push_back(
+        ReceiveLimits{1 + partitions_of_.back().size(), kDefaultMaxEnvelopeBytes + map.BytesOf(s)});
+  }
   for (const PartitionInfo& p : map.partitions()) partitions_of_tensor_[p.tensor].push_back(p.id);
 }
 
@@ -36,13 +41,18 @@ Status PsClient::Connect() {
                             std::to_string(endpoints_.size()) + " endpoints");
   }
   for (uint32_t s = 0; s < endpoints_.size(); ++s) {
-    SocketOptions options;
-    options.router_mandatory = false;
-    options.send_timeout_ms = static_cast<int>(options_.request_timeout.count());
-    sockets_.push_back(MakeSocket(context_, zmq::socket_type::dealer, options));
+    sockets_.push_back(MakeServerSocket());
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_.back(), endpoints_[s]));
   }
   return Status::Ok();
+}
+
+zmq::socket_t PsClient::MakeServerSocket() {
+  SocketOptions options;
+  options.router_mandatory = false;
+  options.send_timeout = options_.request_timeout;
+  options.max_message_bytes = options_.max_message_bytes;
+  return MakeSocket(context_, zmq::socket_type::dealer, options);
 }
 
 Status PsClient::Reconnect(const std::vector<std::string>& endpoints) {
@@ -53,10 +63,7 @@ Status PsClient::Reconnect(const std::vector<std::string>& endpoints) {
   for (uint32_t s = 0; s < endpoints.size(); ++s) {
     if (endpoints[s] == endpoints_[s]) continue;
     sockets_[s].set(zmq::sockopt::linger, 0);
-    SocketOptions options;
-    options.router_mandatory = false;
-    options.send_timeout_ms = static_cast<int>(options_.request_timeout.count());
-    sockets_[s] = MakeSocket(context_, zmq::socket_type::dealer, options);
+    sockets_[s] = MakeServerSocket();
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_[s], endpoints[s]));
     endpoints_[s] = endpoints[s];
   }
@@ -80,27 +87,26 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   size_t remaining = std::accumulate(replies.begin(), replies.end(), size_t{0});
   std::vector<zmq::socket_t*> polled;
   for (auto& socket : sockets_) polled.push_back(&socket);
-  polled.push_back(&control_->socket());
   auto last_progress = Clock::now();
   while (remaining > 0) {
+    // The control channel heartbeats on its own thread; this loop only looks at how it stands.
     auto readable = PollReadable(polled, std::chrono::milliseconds(100));
-    HETPS_RETURN_IF_ERROR(control_->Service());
+    HETPS_RETURN_IF_ERROR(control_->Check());
     if (control_->paused() != 0)
       return Status::Unavailable("the scheduler paused the job (a server was lost)");
-    if (control_->shutdown()) {
-      return Status::Unavailable("the scheduler ended the job: " + (control_->shutdown()->reason.empty()
-                                                                        ? std::string("finished")
-                                                                        : control_->shutdown()->reason));
+    if (const auto notice = control_->shutdown()) {
+      return Status::Unavailable("the scheduler ended the job: " +
+                                 (notice->reason.empty() ? std::string("finished") : notice->reason));
     }
     for (uint32_t s = 0; s < sockets_.size(); ++s) {
       if (!readable[s]) continue;
       // Drain: a streamed step has several replies in flight per server.
       while (true) {
-        auto received = TryReceive(sockets_[s], /*router=*/false);
+        auto received = TryReceive(sockets_[s], /*router=*/false, reply_limits_[s]);
         if (!received.ok()) return received.status();
         if (!received->has_value()) break;
         const Message& reply = **received;
-        Status valid = VerifyEnvelope(reply);
+        Status valid = reply.over_limit.empty() ? VerifyEnvelope(reply) : Status::Protocol(reply.over_limit);
         if (!valid.ok())
           return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
         // An answer to a request made before the last recovery: what it answers was undone.

@@ -1,12 +1,12 @@
 // PsClient: a trainer's data-plane connections, one DEALER per server, and the requests it makes
 // over them: initial weights, push-pull steps and pulls. Requests go to every server at once and
-// the client then waits for all replies, servicing the control channel meanwhile (heartbeats,
-// Shutdown), so a stalled job never hangs the trainer. A push-pull step may be streamed: the
+// the client then waits for all replies, watching the control channel meanwhile (a Shutdown, a
+// lost scheduler), so a stalled job never hangs the trainer. A push-pull step may be streamed: the
 // gradients are handed over tensor by tensor as backward produces them and go out at once, so
 // the transfer and the servers' updates overlap the rest of backward.
 //
 // Works on host float32 buffers, one per tensor of the shard map, so it needs no LibTorch. Owned
-// by the trainer's loop thread, with the ControlChannel it services; not thread-safe.
+// by the trainer's loop thread, which owns its sockets; not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -21,6 +21,7 @@
 #include "common/message.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace hetps {
 
@@ -33,6 +34,9 @@ class PsClient {
     // A streamed step sends a server's ready partitions once they hold at least this many
     // bytes (a larger partition goes alone), so small tensors share a message.
     uint64_t coalesce_bytes = uint64_t{1} << 20;
+    // Largest frame accepted from a server (the shard map's max_message_bytes); a larger one
+    // drops the connection.
+    int64_t max_message_bytes = int64_t{64} << 20;
   };
 
   // What a pull brought back.
@@ -82,6 +86,8 @@ class PsClient {
   Status MarkIdle(uint64_t clock);
 
  private:
+  // A DEALER to one server, with the options every such socket gets.
+  zmq::socket_t MakeServerSocket();
   // Partitions of one server held back in a streamed step, with their gradient frames.
   struct Outgoing {
     std::vector<uint32_t> partitions;
@@ -114,6 +120,7 @@ class PsClient {
   Options options_;
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::vector<uint32_t>> partitions_of_;  // per server
+  std::vector<ReceiveLimits> reply_limits_;           // per server
   std::vector<std::vector<uint32_t>> partitions_of_tensor_;
   std::vector<uint64_t> versions_;  // per partition: last version pulled
   std::vector<bool> awaiting_;      // per partition: weights requested

@@ -117,7 +117,7 @@ Status Trainer::Session::Run() {
 }
 
 Status Trainer::Session::ShutdownStatus() const {
-  const ShutdownNotice& notice = *control_->shutdown();
+  const ShutdownNotice notice = *control_->shutdown();
   if (!notice.failed) return Status::Ok();
   return Status::Aborted("the scheduler ended the job: " + notice.reason);
 }
@@ -230,6 +230,9 @@ Status Trainer::Session::ConnectToServers() {
   PsClient::Options client_options;
   client_options.request_timeout = job_.request_timeout;
   client_options.wire_dtype = wire_map->wire_dtype();
+  if (wire_map->max_message_bytes() > 0) {
+    client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
+  }
   if (!IsWireFloat(client_options.wire_dtype)) {
     return Status::Protocol(std::string("the shard map asks for weights as ") +
                             DTypeName(client_options.wire_dtype) + ", which cannot travel");
@@ -278,8 +281,8 @@ Status Trainer::Session::TrainEpochs() {
       }
       if (*complete) break;
       if (!sampler_->holds_chunks()) {
-        PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
-        HETPS_RETURN_IF_ERROR(control_->Service());
+        control_->WaitForInbox(std::chrono::milliseconds(200));
+        HETPS_RETURN_IF_ERROR(control_->Check());
       }
       continue;
     }
@@ -330,7 +333,7 @@ TrainerPosition Trainer::Session::Position() const {
 }
 
 Status Trainer::Session::HandleControl() {
-  HETPS_RETURN_IF_ERROR(control_->Service());
+  HETPS_RETURN_IF_ERROR(control_->Check());
   // After a Pause the inbox is left to Recover(), which looks for the Resume in it.
   while (control_->paused() == 0) {
     auto message = control_->TakeInbox();
@@ -384,7 +387,7 @@ Status Trainer::Session::WaitForShutdown() {
       continue;
     }
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_, /*idle=*/true));
-    PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+    control_->WaitForInbox(std::chrono::milliseconds(200));
   }
 }
 
@@ -397,7 +400,7 @@ Status Trainer::Session::Recover() {
   HETPS_LOG(WARNING) << "paused by the scheduler: a server was lost; waiting for it to be replaced";
   if (progress_) progress_->Report(Position(), /*force=*/true);  // the samples trained so far
   while (true) {
-    HETPS_RETURN_IF_ERROR(control_->Service());
+    HETPS_RETURN_IF_ERROR(control_->Check());
     if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
     while (auto message = control_->TakeInbox()) {
       if (message->kind() != wire::Body::Resume) continue;  // anything else predates the pause
@@ -405,7 +408,7 @@ Status Trainer::Session::Recover() {
       if (resume->generation() < control_->paused()) continue;  // another server was lost since
       return ApplyResume(*resume);
     }
-    PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+    control_->WaitForInbox(std::chrono::milliseconds(200));
   }
 }
 
