@@ -162,11 +162,13 @@ int main(int argc, char** argv) {
     job = std::move(*loaded);
   }
   if (!resume.empty()) {
-    std::string checkpoint_dir;
-    auto manifest = hetps::LoadManifest(hetps::PosixFileSystem(), resume, &checkpoint_dir);
-    if (!manifest.ok())
-      return hetps::FatalError("hetps-scheduler", manifest.status().WithContext("--resume"));
-    auto loaded = hetps::ParseJobYaml(manifest->job_yaml, checkpoint_dir + "/manifest.json (job)");
+    // Read and verified whole now (sizes, checksums, every partition), so that a damaged
+    // checkpoint is refused before any member is started; the servers get it later.
+    auto checkpoint = hetps::LoadCheckpoint(hetps::PosixFileSystem(), resume);
+    if (!checkpoint.ok())
+      return hetps::FatalError("hetps-scheduler", checkpoint.status().WithContext("--resume"));
+    const std::string checkpoint_dir = checkpoint->path;
+    auto loaded = hetps::ParseJobYaml(checkpoint->manifest.job_yaml, checkpoint_dir + "/manifest.json (job)");
     if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
     job = std::move(*loaded);
     // A directory of checkpoints given: the resumed job goes on writing there.
