@@ -10,7 +10,7 @@
 #
 # Writes DIR/faults.md (the tables, with the command and the machine) and DIR/faults.json, and
 # keeps each run's logs and summary in DIR/faults-runs/. DIR defaults to benchmarks/results.
-#   --runs N      fault runs, alternating sync and async (default 6)
+#   --runs N      fault runs, in turn sync, async and ssp (default 6)
 #   --pairs N     checkpoint-cost pairs (default 3)
 #   --seed S      seeds the kill times and victims (default 1)
 #   --quick       the mlp on 12,000 samples, 2 fault runs (sync, async) and 1 pair, no
@@ -120,13 +120,14 @@ fault() {
 failed=0
 start=$SECONDS
 # The accuracy to compare with (not in --quick: its figures mean nothing anyway).
-for mode in sync async; do
+for mode in sync async ssp; do
   ((quick)) && break
   echo "faults.sh: undisturbed $mode run"
   run "undisturbed-$mode" --mode "$mode" --checkpoint-interval "$interval" || failed=1
 done
 for ((i = 1; i <= runs; i++)); do
-  mode=$([[ $((i % 2)) == 1 ]] && echo sync || echo async)
+  modes=(sync async ssp)
+  mode=${modes[(i - 1) % 3]}
   echo "faults.sh: fault run $i of $runs ($mode)"
   fault "fault-$i" "$mode" $((i % 2 == 0)) || failed=1
 done

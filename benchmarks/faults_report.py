@@ -35,7 +35,7 @@ def main():
     args = parser.parse_args()
     ok = True
     baselines = {}
-    for mode in ("sync", "async"):
+    for mode in ("sync", "async", "ssp"):
         path = f"{args.runs_dir}/undisturbed-{mode}/summary.json"
         if not os.path.exists(f"{args.runs_dir}/undisturbed-{mode}.out"):
             continue  # --quick runs none

@@ -75,6 +75,8 @@ Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router, co
   Message message;
   size_t frames = 0;  // after the routing id
   uint64_t bytes = 0;
+  size_t max_frames = limits.max_frames;
+  uint64_t max_bytes = limits.max_bytes;
   try {
     zmq::message_t frame;
     if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::optional<Message>();
@@ -83,6 +85,11 @@ Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router, co
       // The rest of a multipart message is already here: ZeroMQ delivers it whole.
       if (!first && !socket.recv(frame)) break;
       const bool is_id = first && router;
+      if (is_id && !limits.privileged_id.empty() && frame.size() == limits.privileged_id.size() &&
+          std::memcmp(frame.data(), limits.privileged_id.data(), frame.size()) == 0) {
+        max_frames = limits.privileged_max_frames;
+        max_bytes = limits.privileged_max_bytes;
+      }
       first = false;
       const bool more = frame.more();
       if (!is_id) {
@@ -95,10 +102,9 @@ Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router, co
           // id frame loses it too when a poll prefetched the message.)
           message.source_fd = zmq_msg_get(frame.handle(), ZMQ_SRCFD);
         }
-        if (message.over_limit.empty() && (frames > limits.max_frames || bytes > limits.max_bytes)) {
-          message.over_limit = frames > limits.max_frames
-                                   ? "more than " + std::to_string(limits.max_frames) + " frames"
-                                   : "more than " + std::to_string(limits.max_bytes) + " bytes";
+        if (message.over_limit.empty() && (frames > max_frames || bytes > max_bytes)) {
+          message.over_limit = frames > max_frames ? "more than " + std::to_string(max_frames) + " frames"
+                                                   : "more than " + std::to_string(max_bytes) + " bytes";
         }
       }
       if (is_id) {

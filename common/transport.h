@@ -39,6 +39,11 @@ struct SocketOptions {
 struct ReceiveLimits {
   size_t max_frames = SIZE_MAX;     // frames after the routing id, envelope included
   uint64_t max_bytes = UINT64_MAX;  // bytes of those frames together
+  // ROUTER: messages from the peer whose routing id is `privileged_id` (when not empty) may hold
+  // up to these instead (a server's data socket: the scheduler's Restore).
+  std::string privileged_id;
+  size_t privileged_max_frames = 0;
+  uint64_t privileged_max_bytes = 0;
 };
 
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const SocketOptions& options);

@@ -125,6 +125,7 @@ Status Server::HandleControl(Message message) {
       if (body->trainers() != nullptr) live.assign(body->trainers()->begin(), body->trainers()->end());
       HETPS_LOG(INFO) << "membership epoch " << body->membership_epoch() << ": " << live.size()
                       << " live trainers";
+      identities_.Set(body->identities());
       if (shard_) {
         shard_->SetLiveTrainers(live);
         // Pulls from trainers that left will never be collected.
@@ -177,6 +178,8 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
         std::to_string(wire_map.max_message_bytes()) + ")");
   }
   map_ = std::make_unique<ShardMap>(std::move(*map));
+  identities_.Set(wire_map.identities());
+  scheduler_token_ = wire_map.scheduler_token() ? wire_map.scheduler_token()->str() : "";
   Shard::Options shard_options;
   shard_options.mode = FromWire(wire_map.mode());
   shard_options.staleness = wire_map.staleness();
@@ -206,13 +209,15 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
   shard_->SetLiveTrainers(live);
   sender_.set_membership_epoch(wire_map.membership_epoch());
   // A trainer's largest valid message carries every partition of this server, as float32
-  // (InitWeights), besides its envelope; the scheduler's Restore carries each partition's weights,
-  // optimizer state slots and update count.
+  // (InitWeights), besides its envelope; the scheduler's Restore, over its own connection, each
+  // partition's weights, optimizer state slots and update count.
   const uint64_t partitions = shard_->partition_ids().size();
   const uint64_t copies = 1 + static_cast<uint64_t>(shard_->state_slots());
-  data_limits_ = ReceiveLimits{
-      1 + partitions * (copies + 1),
-      kDefaultMaxEnvelopeBytes + copies * map_->BytesOf(sender_.rank()) + partitions * sizeof(int64_t)};
+  data_limits_ = ReceiveLimits{1 + partitions, kDefaultMaxEnvelopeBytes + map_->BytesOf(sender_.rank())};
+  data_limits_.privileged_id = scheduler_token_;
+  data_limits_.privileged_max_frames = 1 + partitions * (copies + 1);
+  data_limits_.privileged_max_bytes =
+      kDefaultMaxEnvelopeBytes + copies * map_->BytesOf(sender_.rank()) + partitions * sizeof(int64_t);
   HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of " << map_->partitions().size()
                   << " partitions (" << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
                   << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind) << ", "
@@ -228,7 +233,14 @@ void Server::HandleData(Message message) {
   Status valid = VerifyEnvelope(message);
   if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, Refusal::Unverified, valid.message());
   const wire::Envelope& env = message.env();
-  if (env.role() == wire::Role::Scheduler) return HandleSchedulerRequest(std::move(message));
+  if (env.role() == wire::Role::Scheduler) {
+    // The scheduler's only over its own connection, whose routing id the shard map gave.
+    if (scheduler_token_.empty() || message.routing_id.to_string() != scheduler_token_) {
+      return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Impostor,
+                    "a message claiming to be the scheduler's over a connection that is not");
+    }
+    return HandleSchedulerRequest(std::move(message));
+  }
   if (env.generation() < sender_.generation()) {
     // Sent before a recovery that rolled this server back: its effects are undone, so is it.
     if (++stale_messages_ <= 10 || (stale_messages_ & (stale_messages_ - 1)) == 0) {
@@ -245,7 +257,12 @@ void Server::HandleData(Message message) {
     return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   "this server has no shard map yet; the job has not started");
   }
-  const uint32_t trainer = env.sender();
+  // The trainer is who its connection says, never just what its envelope claims.
+  Result<uint32_t> identified = identities_.Identify(message);
+  if (!identified.ok()) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Impostor, identified.status().message());
+  }
+  const uint32_t trainer = *identified;
   // The tensor frames stay alive, and are read in place, until the last task reading them ran.
   auto frames = std::make_shared<const std::vector<zmq::message_t>>(std::move(message.tensors));
   switch (message.kind()) {

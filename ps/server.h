@@ -27,6 +27,7 @@
 #include "common/status.h"
 #include "common/transport.h"
 #include "ps/shard.h"
+#include "ps/trainer_identities.h"
 
 namespace hetps {
 
@@ -120,7 +121,9 @@ class Server {
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<Shard> shard_;
   std::deque<PendingPull> pending_;
-  ReceiveLimits data_limits_;  // what one message from a trainer may hold, set by the shard map
+  TrainerIdentities identities_;  // which connection is which trainer, as the scheduler says
+  std::string scheduler_token_;   // the routing id of the scheduler's connection (shard map)
+  ReceiveLimits data_limits_;     // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;
   uint64_t pulls_answered_ = 0;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped

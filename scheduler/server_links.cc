@@ -9,6 +9,7 @@ Status ServerLinks::Connect(uint32_t rank, const std::string& endpoint) {
   SocketOptions options;
   options.linger_ms = 0;
   options.router_mandatory = false;
+  options.routing_id = token_;
   auto socket = std::make_unique<zmq::socket_t>(MakeSocket(context_, zmq::socket_type::dealer, options));
   HETPS_RETURN_IF_ERROR(hetps::Connect(*socket, endpoint));
   links_[rank] = std::move(socket);

@@ -21,7 +21,9 @@ namespace hetps {
 
 class ServerLinks {
  public:
-  explicit ServerLinks(zmq::context_t& context) : context_(context) {}
+  // `token`: the routing id of every link, which the servers know from the shard map.
+  ServerLinks(zmq::context_t& context, std::string token) : context_(context), token_(std::move(token)) {}
+  const std::string& token() const { return token_; }
 
   // Connects to server `rank` at `endpoint`, replacing an earlier connection to that rank
   // (whose unsent messages are dropped). InvalidArgument for a malformed endpoint.
@@ -39,6 +41,7 @@ class ServerLinks {
 
  private:
   zmq::context_t& context_;
+  const std::string token_;
   std::map<uint32_t, std::unique_ptr<zmq::socket_t>> links_;
 };
 

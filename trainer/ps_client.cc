@@ -52,6 +52,7 @@ zmq::socket_t PsClient::MakeServerSocket() {
   options.router_mandatory = false;
   options.send_timeout = options_.request_timeout;
   options.max_message_bytes = options_.max_message_bytes;
+  options.routing_id = options_.routing_id;
   return MakeSocket(context_, zmq::socket_type::dealer, options);
 }
 

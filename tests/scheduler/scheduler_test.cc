@@ -287,7 +287,7 @@ CATCH_TEST_CASE("The only trainer going silent is declared dead and fails the jo
   CATCH_CHECK_FALSE(cluster.summary().trainer_details[0].alive);
 }
 
-CATCH_TEST_CASE("A server going silent during training is declared dead and fails the job",
+CATCH_TEST_CASE("A server vanishing during training is lost at once and, without checkpoints, fails the job",
                 "[scheduler][liveness]") {
   zmq::context_t context(1);
   SchedulerThread scheduler(context, QuickDeathJob(1, 1));
@@ -302,7 +302,8 @@ CATCH_TEST_CASE("A server going silent during training is declared dead and fail
   CATCH_INFO(joined.ToString());
   CATCH_REQUIRE(joined.ok());
 
-  // Training has begun. The trainer keeps heartbeating; the server's process "crashes".
+  // Training has begun. The trainer keeps heartbeating; the server's process "crashes", closing
+  // its connection, which the scheduler notices without waiting for the heartbeat timeout.
   server.Vanish();
   const auto silent_since = Clock::now();
   while (!scheduler.Finished() && SecondsSince(silent_since) < 10) {
@@ -314,9 +315,8 @@ CATCH_TEST_CASE("A server going silent during training is declared dead and fail
   CATCH_INFO(status.ToString());
   CATCH_REQUIRE_FALSE(status.ok());
   CATCH_CHECK(Contains(status.message(), "server 0 ("));
-  CATCH_CHECK(Contains(status.message(), "silent for more than 600 ms"));
+  CATCH_CHECK(Contains(status.message(), "its connection closed"));
   CATCH_CHECK(Contains(status.message(), "cannot go on without its partitions"));
-  CATCH_CHECK(SecondsSince(silent_since) >= 0.5);
   // The trainer is told.
   for (const auto told = Clock::now(); !trainer.control().shutdown() && SecondsSince(told) < 5;) {
     trainer.control().WaitForInbox(milliseconds(50));
