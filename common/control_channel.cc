@@ -2,9 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <random>
-#include <thread>
 
 #include "common/logging.h"
 #include "common/transport.h"
@@ -14,10 +15,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The loop thread wakes at least this often, whatever the heartbeat interval.
+constexpr auto kLoopTick = std::chrono::milliseconds(100);
+
+const char* RoleName(wire::Role role) {
+  return role == wire::Role::Server ? "server" : "trainer";
+}
+
 std::string MakeRoutingId(wire::Role role) {
   std::random_device device;
-  const char* name = role == wire::Role::Server ? "server" : "trainer";
-  return std::string(name) + "-" + HostName() + "-" + std::to_string(::getpid()) + "-" +
+  return std::string(RoleName(role)) + "-" + HostName() + "-" + std::to_string(::getpid()) + "-" +
          std::to_string(device());
 }
 
@@ -27,12 +34,12 @@ std::string Seconds(std::chrono::milliseconds ms) {
   return text;
 }
 
-SocketOptions DealerOptions(wire::Role role) {
+SocketOptions DealerOptions(wire::Role role, std::chrono::milliseconds linger) {
   SocketOptions options;
+  options.linger_ms = static_cast<int>(linger.count());
   options.max_message_bytes = int64_t{256} << 20;
   options.routing_id = MakeRoutingId(role);
   options.router_mandatory = false;
-  options.send_timeout_ms = 10000;
   return options;
 }
 
@@ -47,20 +54,32 @@ std::string HostName() {
 ControlChannel::ControlChannel(zmq::context_t& context, Options options, Sender* sender)
     : options_(std::move(options)),
       sender_(sender),
-      socket_(MakeSocket(context, zmq::socket_type::dealer, DealerOptions(sender->role()))) {
+      context_(context),
+      heartbeat_interval_(options_.heartbeat_interval),
+      scheduler_timeout_(options_.scheduler_timeout) {
   heartbeat_builder_ = [](Sender& s) {
     flatbuffers::FlatBufferBuilder fbb(64);
     auto body = wire::CreateHeartbeat(fbb);
     return s.Seal(fbb, wire::Body::Heartbeat, body.Union());
   };
+  thread_ = std::thread([this] { Loop(); });
+}
+
+ControlChannel::~ControlChannel() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  outbox_wake_.Notify();
+  thread_.join();
 }
 
 void ControlChannel::set_heartbeat_builder(std::function<zmq::message_t(Sender&)> builder) {
+  std::lock_guard<std::mutex> lock(mutex_);
   heartbeat_builder_ = std::move(builder);
 }
 
 Result<Message> ControlChannel::Join(const JoinInfo& info) {
-  HETPS_RETURN_IF_ERROR(Connect(socket_, options_.scheduler));
   const auto start = Clock::now();
   auto backoff = std::chrono::milliseconds(500);
   int attempts = 0;
@@ -72,35 +91,37 @@ Result<Message> ControlChannel::Join(const JoinInfo& info) {
     HETPS_RETURN_IF_ERROR(Send(sender_->Seal(fbb, wire::Body::Join, body.Union())));
     ++attempts;
     const auto wait_until = Clock::now() + backoff;
-    while (Clock::now() < wait_until) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - Clock::now());
-      if (!PollReadable({&socket_}, left)[0]) continue;
-      HETPS_RETURN_IF_ERROR(ReceiveAll());
-      for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
-        if (it->kind() == wire::Body::Error) {
-          return Status::FailedPrecondition("the scheduler refused to admit this process: " +
-                                            it->body<wire::Error>()->reason()->str());
-        }
-        if (it->kind() != wire::Body::JoinAccepted) continue;
-        Message accepted = std::move(*it);
-        inbox_.erase(it);
-        const auto* body = accepted.body<wire::JoinAccepted>();
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      if (!failure_.ok()) return failure_;
+      auto answer = TakeMatching([](const Message& m) {
+        return m.kind() == wire::Body::JoinAccepted || m.kind() == wire::Body::Error;
+      });
+      if (answer && answer->kind() == wire::Body::Error) {
+        return Status::FailedPrecondition("the scheduler refused to admit this process: " +
+                                          answer->body<wire::Error>()->reason()->str());
+      }
+      if (answer) {
+        const auto* body = answer->body<wire::JoinAccepted>();
         sender_->set_rank(body->rank());
         if (body->heartbeat_interval_ms() > 0) {
-          options_.heartbeat_interval = std::chrono::milliseconds(body->heartbeat_interval_ms());
+          heartbeat_interval_ = std::chrono::milliseconds(body->heartbeat_interval_ms());
         }
         if (body->scheduler_timeout_ms() > 0) {
-          options_.scheduler_timeout = std::chrono::milliseconds(body->scheduler_timeout_ms());
+          scheduler_timeout_ = std::chrono::milliseconds(body->scheduler_timeout_ms());
         }
         joined_ = true;
-        last_heartbeat_ = Clock::now();
-        return accepted;
+        lock.unlock();
+        outbox_wake_.Notify();  // the loop thread starts heartbeating now
+        return std::move(*answer);
       }
       if (shutdown_) {
         return Status::Unavailable("the scheduler shut the job down while this process joined: " +
                                    shutdown_->reason);
       }
+      if (changed_.wait_until(lock, wait_until) == std::cv_status::timeout) break;
     }
+    lock.unlock();
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start);
     if (waited >= options_.connect_timeout) {
       return Status::Unavailable("no answer from the scheduler at " + options_.scheduler + " after " +
@@ -115,70 +136,162 @@ Result<Message> ControlChannel::Join(const JoinInfo& info) {
 }
 
 Status ControlChannel::Send(zmq::message_t envelope) {
-  Message message;
-  message.envelope = std::move(envelope);
-  Status status = hetps::Send(socket_, std::move(message));
-  if (!status.ok()) {
-    return Status::Unavailable("cannot send to the scheduler at " + options_.scheduler + ": " +
-                               status.message());
+  bool was_empty = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.ok()) return failure_;
+    was_empty = outbox_.empty();
+    outbox_.push_back(std::move(envelope));
   }
-  return status;
+  if (was_empty) outbox_wake_.Notify();
+  return Status::Ok();
 }
 
 Result<Message> ControlChannel::Request(zmq::message_t request, wire::Body reply,
                                         std::chrono::milliseconds timeout) {
+  // The caller sealed it, so it is a valid envelope; an Error answering it names this number.
+  const uint64_t seq = wire::GetEnvelope(request.data())->seq();
   HETPS_RETURN_IF_ERROR(Send(std::move(request)));
-  const uint64_t seq = sender_->last_seq();
   const auto deadline = Clock::now() + timeout;
+  std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
-      if (it->kind() == reply) {
-        Message found = std::move(*it);
-        inbox_.erase(it);
-        return found;
-      }
-      if (it->kind() == wire::Body::Error && it->body<wire::Error>()->seq() == seq) {
-        std::string reason = it->body<wire::Error>()->reason()->str();
-        inbox_.erase(it);
-        return Status::FailedPrecondition("the scheduler refused " + std::string(KindName(reply)) +
-                                          " request: " + reason);
-      }
+    auto found = TakeMatching([&](const Message& m) {
+      return m.kind() == reply || (m.kind() == wire::Body::Error && m.body<wire::Error>()->seq() == seq);
+    });
+    if (found && found->kind() == reply) return std::move(*found);
+    if (found) {
+      return Status::FailedPrecondition("the scheduler refused " + std::string(KindName(reply)) +
+                                        " request: " + found->body<wire::Error>()->reason()->str());
     }
     if (shutdown_) return Status::Unavailable("the job was shut down: " + shutdown_->reason);
-    const auto now = Clock::now();
-    if (now >= deadline) {
+    if (!failure_.ok()) return failure_;
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
       return Status::Timeout("no " + std::string(KindName(reply)) + " from the scheduler at " +
                              options_.scheduler + " within " + Seconds(timeout));
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
-    PollReadable({&socket_}, std::min(left, options_.heartbeat_interval));
-    HETPS_RETURN_IF_ERROR(Service());
   }
 }
 
-Status ControlChannel::Service() {
-  HETPS_RETURN_IF_ERROR(ReceiveAll());
-  SendHeartbeatIfDue();
-  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_heard_);
-  if (joined_ && !shutdown_ && silent > options_.scheduler_timeout) {
-    return Status::Unavailable("no word from the scheduler at " + options_.scheduler + " for " +
-                               Seconds(silent) + "; it has stopped or the network is down");
+std::optional<Message> ControlChannel::TakeMatching(const std::function<bool(const Message&)>& match) {
+  for (auto it = inbox_.begin(); it != inbox_.end(); ++it) {
+    if (!match(*it)) continue;
+    Message found = std::move(*it);
+    inbox_.erase(it);
+    return found;
   }
-  return Status::Ok();
+  return std::nullopt;
+}
+
+Status ControlChannel::Check() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
 }
 
 std::optional<Message> ControlChannel::TakeInbox() {
-  if (inbox_.empty()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (inbox_.empty()) {
+    // Under the lock, so a message queued meanwhile has written its byte after this drain.
+    if (failure_.ok()) inbox_wake_.Drain();
+    return std::nullopt;
+  }
   Message message = std::move(inbox_.front());
   inbox_.pop_front();
   return message;
 }
 
-Status ControlChannel::ReceiveAll() {
+void ControlChannel::WaitForInbox(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait_for(lock, timeout, [this] { return !inbox_.empty() || shutdown_ || !failure_.ok(); });
+}
+
+std::optional<ShutdownNotice> ControlChannel::shutdown() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return shutdown_;
+}
+
+void ControlChannel::Fail(Status status) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.ok()) return;
+    failure_ = std::move(status);
+  }
+  changed_.notify_all();
+  inbox_wake_.Notify();
+}
+
+void ControlChannel::Loop() {
+  const wire::Role role = sender_->role();
+  SetThreadLogTag(std::string(RoleName(role)) + " control");
+  zmq::socket_t socket = MakeSocket(context_, zmq::socket_type::dealer, DealerOptions(role, options_.linger));
+  Status connected = Connect(socket, options_.scheduler);
+  if (!connected.ok()) Fail(connected);
+  last_heard_ = Clock::now();
+  bool tagged = false;
   while (true) {
-    auto received = TryReceive(socket_, /*router=*/false);
-    if (!received.ok()) return received.status();
-    if (!received->has_value()) return Status::Ok();
+    outbox_wake_.Drain();  // before taking the outbox: a later Send wakes the next poll
+    if (SendQueued(socket)) break;
+    bool joined = false;
+    std::chrono::milliseconds interval;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      joined = joined_;
+      interval = heartbeat_interval_;
+    }
+    if (joined && !tagged) {
+      SetThreadLogTag(std::string(RoleName(role)) + " " + std::to_string(sender_->rank()) + " control");
+      tagged = true;
+    }
+    auto timeout = kLoopTick;
+    if (joined) {
+      SendHeartbeatIfDue(socket);
+      CheckSchedulerSilence();
+      const auto next = last_heartbeat_ + interval - Clock::now();
+      timeout = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(next),
+                           std::chrono::milliseconds(1), kLoopTick);
+    }
+    zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0},
+                               {nullptr, outbox_wake_.read_fd(), ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 2, timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) {
+        Fail(Status::Unavailable(std::string("polling the connection to the scheduler failed: ") + e.what()));
+        break;
+      }
+    }
+    if ((items[0].revents & ZMQ_POLLIN) != 0) ReceiveAll(socket);
+  }
+  // Closing with the socket's linger: what was sent last (a Goodbye) still goes out.
+  socket.close();
+}
+
+bool ControlChannel::SendQueued(zmq::socket_t& socket) {
+  std::deque<zmq::message_t> queued;
+  bool stopping = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queued.swap(outbox_);
+    stopping = stopping_;
+  }
+  for (zmq::message_t& envelope : queued) {
+    Message message;
+    message.envelope = std::move(envelope);
+    // Never blocks the loop, so heartbeats keep their pace; a full queue (100,000 messages to a
+    // scheduler that does not read) drops the message.
+    Status sent = hetps::Send(socket, std::move(message), SendMode::kDontWait);
+    if (!sent.ok()) {
+      HETPS_LOG(WARNING) << "a message to the scheduler at " << options_.scheduler
+                         << " was not sent: " << sent.message();
+    }
+  }
+  return stopping;
+}
+
+void ControlChannel::ReceiveAll(zmq::socket_t& socket) {
+  while (true) {
+    auto received = TryReceive(socket, /*router=*/false);
+    if (!received.ok()) return Fail(received.status());
+    if (!received->has_value()) return;
     Accept(std::move(**received));
   }
 }
@@ -187,36 +300,55 @@ void ControlChannel::Accept(Message message) {
   Status valid = VerifyEnvelope(message);
   if (!valid.ok()) {
     ++bad_messages_;
-    HETPS_LOG(WARNING) << "dropped a malformed message from the scheduler: " << valid.message();
+    HETPS_LOG(WARNING) << "dropped a malformed message from the scheduler (" << bad_messages_
+                       << " so far): " << valid.message();
     return;
   }
   last_heard_ = Clock::now();
-  switch (message.kind()) {
-    case wire::Body::HeartbeatAck:
-      return;
-    case wire::Body::Shutdown: {
-      const auto* body = message.body<wire::Shutdown>();
-      if (!shutdown_) {
-        shutdown_ = ShutdownNotice{body->failed(), body->reason() ? body->reason()->str() : ""};
-      }
-      break;
-    }
-    case wire::Body::Membership:
-      sender_->set_membership_epoch(message.body<wire::Membership>()->membership_epoch());
-      break;
-    default:
-      break;
+  if (message.kind() == wire::Body::HeartbeatAck) return;
+  if (message.kind() == wire::Body::Membership) {
+    sender_->set_membership_epoch(message.body<wire::Membership>()->membership_epoch());
   }
-  inbox_.push_back(std::move(message));
+  bool was_empty = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (message.kind() == wire::Body::Shutdown && !shutdown_) {
+      const auto* body = message.body<wire::Shutdown>();
+      shutdown_ = ShutdownNotice{body->failed(), body->reason() ? body->reason()->str() : ""};
+    }
+    was_empty = inbox_.empty();
+    inbox_.push_back(std::move(message));
+  }
+  changed_.notify_all();
+  if (was_empty) inbox_wake_.Notify();
 }
 
-void ControlChannel::SendHeartbeatIfDue() {
-  if (!joined_) return;
-  const auto now = Clock::now();
-  if (now - last_heartbeat_ < options_.heartbeat_interval) return;
-  last_heartbeat_ = now;
-  Status status = Send(heartbeat_builder_(*sender_));
-  if (!status.ok()) HETPS_LOG(WARNING) << "heartbeat not sent: " << status.message();
+void ControlChannel::SendHeartbeatIfDue(zmq::socket_t& socket) {
+  std::function<zmq::message_t(Sender&)> builder;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (Clock::now() - last_heartbeat_ < heartbeat_interval_) return;
+    builder = heartbeat_builder_;
+  }
+  last_heartbeat_ = Clock::now();
+  Message message;
+  message.envelope = builder(*sender_);
+  Status sent = hetps::Send(socket, std::move(message), SendMode::kDontWait);
+  if (!sent.ok()) HETPS_LOG(WARNING) << "heartbeat not sent: " << sent.message();
+}
+
+void ControlChannel::CheckSchedulerSilence() {
+  std::chrono::milliseconds timeout;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (shutdown_) return;
+    timeout = scheduler_timeout_;
+  }
+  const auto silent = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - last_heard_);
+  if (silent > timeout) {
+    Fail(Status::Unavailable("no word from the scheduler at " + options_.scheduler + " for " +
+                             Seconds(silent) + "; it has stopped or the network is down"));
+  }
 }
 
 }  // namespace hetps

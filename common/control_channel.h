@@ -1,21 +1,32 @@
 // ControlChannel: a server's or trainer's connection to the scheduler.
 //
-// Joins with retries and back-off, sends heartbeats, makes requests that wait for their reply,
-// and queues every other message from the scheduler (ShardMap, Membership, EvalRequest, ...) in an
-// inbox for the owner to take. A Shutdown is also remembered (shutdown()). Owned by one thread,
-// which must call Service() regularly (at least every heartbeat interval); not thread-safe.
+// A loop thread of its own owns the DEALER socket to the scheduler. It sends what other threads
+// hand it (Join, Send, Request), sends a heartbeat every interval whatever the owner is doing, so
+// that a long training step, evaluation or optimizer pass never makes a live member look dead,
+// receives everything the scheduler sends and queues it in an inbox (ShardMap, Membership,
+// EvalRequest, ...; a Shutdown is also remembered), and notices when the scheduler has been silent
+// longer than its timeout.
+//
+// Threads: every public method may be called from any thread; none touches the socket, they hand
+// work to the loop thread through a queue and a wake-up. The owner usually takes the inbox from
+// one thread, waiting with WaitForInbox() or polling wake_fd() beside its own sockets. The
+// destructor sends what is still queued (for up to `linger`) and joins the loop thread.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include <zmq.hpp>
 
 #include "common/message.h"
 #include "common/status.h"
+#include "common/wake_pipe.h"
 
 namespace hetps {
 
@@ -31,6 +42,7 @@ class ControlChannel {
     std::chrono::milliseconds connect_timeout{60000};    // give up joining after this
     std::chrono::milliseconds heartbeat_interval{1000};  // replaced by the scheduler's value
     std::chrono::milliseconds scheduler_timeout{30000};  // replaced by the scheduler's value
+    std::chrono::milliseconds linger{2000};              // closing waits this long for unsent messages
   };
 
   // What a member tells the scheduler about itself when joining.
@@ -40,55 +52,92 @@ class ControlChannel {
     std::string device;    // trainers: the torch device
   };
 
+  // Starts the loop thread, which connects to the scheduler (nothing is sent before Join).
   // `sender` stamps outgoing envelopes and must outlive the channel.
   ControlChannel(zmq::context_t& context, Options options, Sender* sender);
+  ~ControlChannel();
+  ControlChannel(const ControlChannel&) = delete;
+  ControlChannel& operator=(const ControlChannel&) = delete;
 
   // Sends Join until the scheduler answers JoinAccepted (resent after 0.5 s, doubling up to 8 s)
-  // and returns that answer; adopts its rank and heartbeat settings. Unavailable when the
-  // scheduler does not answer within connect_timeout; FailedPrecondition with the scheduler's
-  // reason when it refuses.
+  // and returns that answer; adopts its rank and heartbeat settings, and heartbeats start.
+  // Unavailable when the scheduler does not answer within connect_timeout; FailedPrecondition with
+  // the scheduler's reason when it refuses; InvalidArgument for a malformed scheduler address.
   Result<Message> Join(const JoinInfo& info);
 
+  // Hands a sealed envelope to the loop thread, which sends it in the order given. The channel's
+  // failure (see Check) once it has failed.
   Status Send(zmq::message_t envelope);
 
-  // Sends `request` and waits up to `timeout` for a message of kind `reply`, servicing the channel
-  // meanwhile (other messages go to the inbox). FailedPrecondition with the scheduler's reason
-  // when it answers Error; Unavailable on timeout, loss of the scheduler or Shutdown.
+  // Sends `request` (a sealed envelope) and waits up to `timeout` for a message of kind `reply`
+  // (other messages stay in the inbox). FailedPrecondition with the scheduler's reason when it
+  // answers with an Error naming the request; Timeout; Unavailable on Shutdown or failure.
   Result<Message> Request(zmq::message_t request, wire::Body reply, std::chrono::milliseconds timeout);
 
-  // Receives what has arrived without blocking, queues it, and sends a heartbeat when one is due.
-  // Unavailable once the scheduler has been silent longer than its timeout.
-  Status Service();
+  // OK while the channel works; Unavailable (sticky) once the scheduler has been silent longer
+  // than its timeout after Join, or the socket failed.
+  Status Check() const;
 
   // The oldest queued message from the scheduler, if any.
   std::optional<Message> TakeInbox();
+  // Waits up to `timeout` until the inbox holds a message, a Shutdown has arrived or the channel
+  // has failed.
+  void WaitForInbox(std::chrono::milliseconds timeout);
+  // A descriptor for zmq::poll: readable once a message was queued since TakeInbox() last found
+  // the inbox empty (so a loop that takes the whole inbox each time it wakes never misses one),
+  // and once the channel has failed.
+  int wake_fd() const { return inbox_wake_.read_fd(); }
 
   // Set once a Shutdown has arrived.
-  const std::optional<ShutdownNotice>& shutdown() const { return shutdown_; }
+  std::optional<ShutdownNotice> shutdown() const;
 
-  // Builds the heartbeats this member sends (servers add their counters). Default: empty.
+  // Builds the heartbeats this member sends (servers add their counters). Runs on the loop
+  // thread, so it must only read what is safe to read from there. Default: an empty Heartbeat.
   void set_heartbeat_builder(std::function<zmq::message_t(Sender&)> builder);
 
-  // For polling alongside other sockets; read it only through Service().
-  zmq::socket_t& socket() { return socket_; }
   const std::string& scheduler_endpoint() const { return options_.scheduler; }
 
  private:
-  // Handles one received message: bookkeeping kinds are consumed, the rest queued.
-  void Accept(Message message);
-  Status ReceiveAll();
-  void SendHeartbeatIfDue();
+  using Clock = std::chrono::steady_clock;
 
-  Options options_;
+  // The loop thread: owns the socket from creation to close.
+  void Loop();
+  // Loop thread: sends what other threads queued; returns whether the channel is stopping.
+  bool SendQueued(zmq::socket_t& socket);
+  void ReceiveAll(zmq::socket_t& socket);
+  // Loop thread: bookkeeping kinds are consumed, the rest queued in the inbox.
+  void Accept(Message message);
+  void SendHeartbeatIfDue(zmq::socket_t& socket);
+  void CheckSchedulerSilence();
+  // Records the first failure and wakes every waiter.
+  void Fail(Status status);
+  // Holding mutex_: the first queued message that `match` accepts, taken out of the inbox.
+  std::optional<Message> TakeMatching(const std::function<bool(const Message&)>& match);
+
+  const Options options_;
   Sender* sender_;
-  zmq::socket_t socket_;
+  zmq::context_t& context_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;  // the inbox, shutdown_ or failure_ changed
+  std::deque<zmq::message_t> outbox_;
   std::deque<Message> inbox_;
   std::optional<ShutdownNotice> shutdown_;
+  Status failure_;
   std::function<zmq::message_t(Sender&)> heartbeat_builder_;
-  std::chrono::steady_clock::time_point last_heard_;
-  std::chrono::steady_clock::time_point last_heartbeat_;
-  bool joined_ = false;
+  bool joined_ = false;  // heartbeats and the silence check start with it
+  bool stopping_ = false;
+  std::chrono::milliseconds heartbeat_interval_;
+  std::chrono::milliseconds scheduler_timeout_;
+
+  // The loop thread's own state.
+  Clock::time_point last_heard_;
+  Clock::time_point last_heartbeat_;
   uint64_t bad_messages_ = 0;
+
+  WakePipe outbox_wake_;  // wakes the loop thread: something to send, or stopping
+  WakePipe inbox_wake_;   // wakes the owner: see wake_fd()
+  std::thread thread_;    // last: starts once everything above is built
 };
 
 // "<hostname>" of this machine, for Join messages and logs.

@@ -37,7 +37,8 @@ const char* KindName(wire::Body kind) {
 
 zmq::message_t Sender::Seal(flatbuffers::FlatBufferBuilder& fbb, wire::Body kind,
                             flatbuffers::Offset<void> body) {
-  auto envelope = wire::CreateEnvelope(fbb, role_, rank_, ++seq_, membership_epoch_, kind, body);
+  auto envelope = wire::CreateEnvelope(fbb, role_, rank_.load(), seq_.fetch_add(1) + 1,
+                                       membership_epoch_.load(), kind, body);
   fbb.Finish(envelope);
   return zmq::message_t(fbb.GetBufferPointer(), fbb.GetSize());
 }

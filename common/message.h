@@ -5,6 +5,7 @@
 // is not thread-safe; it is built and consumed by the thread that owns the socket it crosses.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -42,14 +43,15 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes = kDefaultMaxEnve
 const char* KindName(wire::Body kind);
 
 // Stamps outgoing envelopes with the sender's role, rank, sequence number and membership epoch.
-// Owned by one component; not thread-safe.
+// Owned by one component and shared by its threads: the fields are atomics, so a control
+// channel's loop thread may seal heartbeats while the component's own thread seals requests.
 class Sender {
  public:
   explicit Sender(wire::Role role) : role_(role) {}
 
-  void set_rank(uint32_t rank) { rank_ = rank; }
-  uint32_t rank() const { return rank_; }
-  void set_membership_epoch(uint32_t epoch) { membership_epoch_ = epoch; }
+  void set_rank(uint32_t rank) { rank_.store(rank); }
+  uint32_t rank() const { return rank_.load(); }
+  void set_membership_epoch(uint32_t epoch) { membership_epoch_.store(epoch); }
   wire::Role role() const { return role_; }
 
   // Wraps `body` (built in `fbb`) in an envelope, finishes `fbb` and returns the bytes as a
@@ -62,13 +64,14 @@ class Sender {
   // A message of a kind whose table has no fields (ShardReady, HeartbeatAck, Ack).
   zmq::message_t MakeEmpty(wire::Body kind);
 
-  uint64_t last_seq() const { return seq_; }
+  // The number of the last message sealed (by any thread).
+  uint64_t last_seq() const { return seq_.load(); }
 
  private:
-  wire::Role role_;
-  uint32_t rank_ = 0;
-  uint32_t membership_epoch_ = 0;
-  uint64_t seq_ = 0;
+  const wire::Role role_;
+  std::atomic<uint32_t> rank_{0};
+  std::atomic<uint32_t> membership_epoch_{0};
+  std::atomic<uint64_t> seq_{0};
 };
 
 // Describes the sender of a verified message for logs and errors: "trainer 1", "server 0".

@@ -1,11 +1,6 @@
 #include "ps/partition_workers.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <atomic>
-#include <cerrno>
-#include <cstring>
 
 #include "common/check.h"
 
@@ -19,16 +14,7 @@ struct PartitionWorkers::Join {
 PartitionWorkers::PartitionWorkers(size_t threads) : threads_(threads) {
   HETPS_CHECK(threads_ >= 1) << "a server needs at least one thread";
   if (threads_ == 1) return;
-  // A pipe rather than an eventfd, so that it works on macOS too; both ends non-blocking, so a
-  // wake-up never stalls a worker and draining never stalls the I/O thread.
-  int fds[2];
-  HETPS_CHECK(::pipe(fds) == 0) << "pipe: " << std::strerror(errno);
-  for (int fd : fds) {
-    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  }
-  wake_read_ = fds[0];
-  wake_write_ = fds[1];
+  wake_ = std::make_unique<WakePipe>();
   for (size_t i = 0; i < threads_; ++i) {
     workers_.push_back(std::make_unique<Worker>());
     Worker& worker = *workers_.back();
@@ -38,8 +24,6 @@ PartitionWorkers::PartitionWorkers(size_t threads) : threads_(threads) {
 
 PartitionWorkers::~PartitionWorkers() {
   Stop();
-  if (wake_read_ >= 0) ::close(wake_read_);
-  if (wake_write_ >= 0) ::close(wake_write_);
 }
 
 void PartitionWorkers::Serve(Worker& worker) {
@@ -95,17 +79,12 @@ void PartitionWorkers::Finish(Task done) {
   finished_.push_back(std::move(done));
   // One byte per empty -> non-empty change; RunFinished drains the pipe before taking the queue,
   // so a wake-up is never lost and the pipe never fills.
-  if (finished_.size() == 1) {
-    const char byte = 1;
-    [[maybe_unused]] ssize_t written = ::write(wake_write_, &byte, 1);
-  }
+  if (finished_.size() == 1) wake_->Notify();
 }
 
 void PartitionWorkers::RunFinished() {
   if (threads_ == 1) return;
-  char drain[64];
-  while (::read(wake_read_, drain, sizeof(drain)) > 0) {
-  }
+  wake_->Drain();
   std::vector<Task> ready;
   {
     std::lock_guard<std::mutex> lock(finished_mutex_);

@@ -14,6 +14,8 @@
 #include <thread>
 #include <vector>
 
+#include "common/wake_pipe.h"
+
 namespace hetps {
 
 class PartitionWorkers {
@@ -47,7 +49,7 @@ class PartitionWorkers {
 
   // A file descriptor that polls readable while finished work waits for RunFinished(); -1 with
   // one thread (nothing ever waits then).
-  int wake_fd() const { return wake_read_; }
+  int wake_fd() const { return wake_ ? wake_->read_fd() : -1; }
 
   // Runs the `done` of every dispatch whose parts have all finished, in the order they finished.
   void RunFinished();
@@ -78,9 +80,8 @@ class PartitionWorkers {
   std::vector<std::unique_ptr<Worker>> workers_;
   bool stopped_ = false;
   std::mutex finished_mutex_;
-  std::vector<Task> finished_;  // guarded by finished_mutex_
-  int wake_read_ = -1;
-  int wake_write_ = -1;
+  std::vector<Task> finished_;      // guarded by finished_mutex_
+  std::unique_ptr<WakePipe> wake_;  // with more than one thread
 };
 
 }  // namespace hetps

@@ -21,7 +21,10 @@ std::string Advertised(const std::string& bound) {
 Server::Server(zmq::context_t& context, ServerOptions options)
     : context_(context), options_(std::move(options)) {}
 
-Server::~Server() = default;
+Server::~Server() {
+  // First: the channel's thread builds heartbeats from members declared after it.
+  control_.reset();
+}
 
 Status Server::Start() {
   SocketOptions socket_options;
@@ -46,7 +49,8 @@ Status Server::Serve() {
   control_options.scheduler = options_.scheduler;
   control_options.connect_timeout = options_.connect_timeout;
   control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
-  control_->set_heartbeat_builder([this](Sender& s) { return BuildHeartbeat(s, false); });
+  // Heartbeats go out from the channel's thread, with the counters PublishStats() last copied.
+  control_->set_heartbeat_builder([this](Sender& s) { return BuildHeartbeat(s, PublishedStats(), false); });
   SetThreadLogTag("server");
   ControlChannel::JoinInfo info;
   info.role = wire::Role::Server;
@@ -59,14 +63,14 @@ Status Server::Serve() {
   while (true) {
     const bool data_readable = Poll(std::chrono::milliseconds(200));
     if (shard_) shard_->workers().RunFinished();
-    HETPS_RETURN_IF_ERROR(control_->Service());
+    HETPS_RETURN_IF_ERROR(control_->Check());
+    PublishStats();
     while (auto message = control_->TakeInbox()) {
       Status status = HandleControl(std::move(*message));
       if (!status.ok()) return status;
-      if (control_->shutdown()) {
-        HETPS_RETURN_IF_ERROR(control_->Send(BuildHeartbeat(sender_, true)));
-        const auto& notice = *control_->shutdown();
-        if (notice.failed) return Status::Aborted("the scheduler ended the job: " + notice.reason);
+      if (const auto notice = control_->shutdown()) {
+        HETPS_RETURN_IF_ERROR(control_->Send(BuildHeartbeat(sender_, CurrentStats(), true)));
+        if (notice->failed) return Status::Aborted("the scheduler ended the job: " + notice->reason);
         HETPS_LOG(INFO) << "shutting down: the job is finished";
         return Status::Ok();
       }
@@ -84,7 +88,7 @@ Status Server::Serve() {
 
 bool Server::Poll(std::chrono::milliseconds timeout) {
   const int wake_fd = shard_ ? shard_->workers().wake_fd() : -1;
-  zmq::pollitem_t items[] = {{static_cast<void*>(control_->socket()), 0, ZMQ_POLLIN, 0},
+  zmq::pollitem_t items[] = {{nullptr, control_->wake_fd(), ZMQ_POLLIN, 0},
                              {static_cast<void*>(data_), 0, ZMQ_POLLIN, 0},
                              {nullptr, wake_fd, ZMQ_POLLIN, 0}};
   try {
@@ -280,11 +284,33 @@ void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vect
   if (!status.ok()) HETPS_LOG(WARNING) << "reply not delivered: " << status.message();
 }
 
-zmq::message_t Server::BuildHeartbeat(Sender& sender, bool goodbye) {
+Server::Counters Server::CurrentStats() const {
+  Counters counters;
+  if (shard_) counters.shard = shard_->stats();
+  counters.pulls = pulls_answered_;
+  counters.bad_messages = bad_messages_.load();
+  return counters;
+}
+
+void Server::PublishStats() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - stats_published_ < kStatsPublishInterval) return;
+  stats_published_ = now;
+  Counters counters = CurrentStats();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  published_ = std::move(counters);
+}
+
+Server::Counters Server::PublishedStats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return published_;
+}
+
+zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye) {
   flatbuffers::FlatBufferBuilder fbb(128);
-  const Shard::Stats stats = shard_ ? shard_->stats() : Shard::Stats{};
+  const Shard::Stats& stats = counters.shard;
   auto server_stats = wire::CreateServerStats(
-      fbb, stats.version, stats.pushes, pulls_answered_, bad_messages_.load(), stats.rounds,
+      fbb, stats.version, stats.pushes, counters.pulls, counters.bad_messages, stats.rounds,
       fbb.CreateVector(stats.staleness_counts), stats.staleness_max, stats.max_clock_gap);
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);

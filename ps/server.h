@@ -1,16 +1,19 @@
 // Server: one parameter-server process (or thread): joins the scheduler, receives its part of
 // the shard map, and serves pushes and pulls from trainers until the scheduler shuts it down.
 //
-// Run() is the loop (the I/O thread); it owns both sockets (control DEALER to the scheduler, data
-// ROUTER for trainers) and the Shard, whose worker threads do the numeric work on the partitions
-// and hand finished replies back to the loop, which sends them. Every other method runs on the
-// thread that calls Run(); bad_messages() may be read from any thread.
+// Run() is the loop (the I/O thread); it owns the data ROUTER for trainers and the Shard, whose
+// worker threads do the numeric work on the partitions and hand finished replies back to the loop,
+// which sends them. The ControlChannel to the scheduler has a thread of its own, which sends the
+// heartbeats (with the counters the loop publishes), so a long optimizer pass never looks like
+// death. Every other method runs on the thread that calls Run(); bad_messages() may be read from
+// any thread.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <deque>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -76,7 +79,20 @@ class Server {
   void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
-  zmq::message_t BuildHeartbeat(Sender& sender, bool goodbye);
+
+  // The counters heartbeats and Goodbye carry.
+  struct Counters {
+    Shard::Stats shard;
+    uint64_t pulls = 0;
+    uint64_t bad_messages = 0;
+  };
+  Counters CurrentStats() const;
+  // Copies the counters for the control channel's thread, which sends the heartbeats, at most
+  // every kStatsPublishInterval.
+  void PublishStats();
+  Counters PublishedStats() const;
+  static zmq::message_t BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye);
+  static constexpr std::chrono::milliseconds kStatsPublishInterval{100};
 
   zmq::context_t& context_;
   ServerOptions options_;
@@ -89,6 +105,9 @@ class Server {
   std::deque<PendingPull> pending_;
   std::atomic<uint64_t> bad_messages_{0};
   uint64_t pulls_answered_ = 0;
+  std::chrono::steady_clock::time_point stats_published_{};
+  mutable std::mutex stats_mutex_;
+  Counters published_;  // guarded by stats_mutex_
 };
 
 }  // namespace hetps

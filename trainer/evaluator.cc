@@ -79,7 +79,7 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
               logits, batch.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
               .item<double>();
       correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
-      HETPS_RETURN_IF_ERROR(control_.Service());  // keep the heartbeats going
+      HETPS_RETURN_IF_ERROR(control_.Check());  // stop when the scheduler is gone
     }
     model_.train();
   } catch (const c10::Error& e) {

@@ -61,15 +61,14 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   size_t remaining = std::accumulate(replies.begin(), replies.end(), size_t{0});
   std::vector<zmq::socket_t*> polled;
   for (auto& socket : sockets_) polled.push_back(&socket);
-  polled.push_back(&control_->socket());
   auto last_progress = Clock::now();
   while (remaining > 0) {
+    // The control channel heartbeats on its own thread; this loop only looks at how it stands.
     auto readable = PollReadable(polled, std::chrono::milliseconds(100));
-    HETPS_RETURN_IF_ERROR(control_->Service());
-    if (control_->shutdown()) {
-      return Status::Unavailable("the scheduler ended the job: " + (control_->shutdown()->reason.empty()
-                                                                        ? std::string("finished")
-                                                                        : control_->shutdown()->reason));
+    HETPS_RETURN_IF_ERROR(control_->Check());
+    if (const auto notice = control_->shutdown()) {
+      return Status::Unavailable("the scheduler ended the job: " +
+                                 (notice->reason.empty() ? std::string("finished") : notice->reason));
     }
     for (uint32_t s = 0; s < sockets_.size(); ++s) {
       if (!readable[s]) continue;

@@ -1,12 +1,12 @@
 // PsClient: a trainer's data-plane connections, one DEALER per server, and the requests it makes
 // over them: initial weights, push-pull steps and pulls. Requests go to every server at once and
-// the client then waits for all replies, servicing the control channel meanwhile (heartbeats,
-// Shutdown), so a stalled job never hangs the trainer. A push-pull step may be streamed: the
+// the client then waits for all replies, watching the control channel meanwhile (a Shutdown, a
+// lost scheduler), so a stalled job never hangs the trainer. A push-pull step may be streamed: the
 // gradients are handed over tensor by tensor as backward produces them and go out at once, so
 // the transfer and the servers' updates overlap the rest of backward.
 //
 // Works on host float32 buffers, one per tensor of the shard map, so it needs no LibTorch. Owned
-// by the trainer's loop thread, with the ControlChannel it services; not thread-safe.
+// by the trainer's loop thread, which owns its sockets; not thread-safe.
 #pragma once
 
 #include <chrono>

@@ -109,7 +109,7 @@ Status Trainer::Session::Run() {
 }
 
 Status Trainer::Session::ShutdownStatus() const {
-  const ShutdownNotice& notice = *control_->shutdown();
+  const ShutdownNotice notice = *control_->shutdown();
   if (!notice.failed) return Status::Ok();
   return Status::Aborted("the scheduler ended the job: " + notice.reason);
 }
@@ -267,8 +267,8 @@ Status Trainer::Session::TrainEpochs() {
       if (!complete.ok()) return complete.status();
       if (*complete) break;
       if (!sampler_->holds_chunks()) {
-        PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
-        HETPS_RETURN_IF_ERROR(control_->Service());
+        control_->WaitForInbox(std::chrono::milliseconds(200));
+        HETPS_RETURN_IF_ERROR(control_->Check());
       }
       continue;
     }
@@ -315,7 +315,7 @@ TrainerPosition Trainer::Session::Position() const {
 }
 
 Status Trainer::Session::HandleControl() {
-  HETPS_RETURN_IF_ERROR(control_->Service());
+  HETPS_RETURN_IF_ERROR(control_->Check());
   while (auto message = control_->TakeInbox()) {
     switch (message->kind()) {
       case wire::Body::EvalRequest: {
@@ -356,7 +356,7 @@ void Trainer::Session::NoteRebalance(const wire::Rebalance& rebalance) {
 Status Trainer::Session::WaitForShutdown() {
   while (true) {
     HETPS_RETURN_IF_ERROR(HandleControl());  // Aborted (mapped by Run) once the job ends
-    PollReadable({&control_->socket()}, std::chrono::milliseconds(200));
+    control_->WaitForInbox(std::chrono::milliseconds(200));
   }
 }
 

@@ -3,7 +3,9 @@
 // pushes them to the servers and pulls fresh weights each step, reports progress, evaluates on
 // the test set when the scheduler asks, and leaves when the scheduler shuts the job down.
 //
-// Run() does everything on the calling thread, which owns all sockets and the model.
+// Run() does everything on the calling thread, which owns the data-plane sockets and the model;
+// the control channel to the scheduler heartbeats from a thread of its own, so a step longer
+// than the heartbeat timeout never makes the trainer look dead.
 #pragma once
 
 #include <chrono>

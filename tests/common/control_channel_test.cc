@@ -13,6 +13,7 @@
 #include <future>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/control_channel.h"
@@ -131,9 +132,10 @@ CATCH_TEST_CASE("Joining a scheduler that is not there gives up after connect_ti
   zmq::context_t context(1);
   const std::string endpoint = "tcp://127.0.0.1:" + std::to_string(FreePort());
   Sender sender(wire::Role::Server);
-  ControlChannel channel(context, ControlChannel::Options{endpoint, milliseconds(1500)}, &sender);
+  ControlChannel::Options options{endpoint, milliseconds(1500)};
   // The unsent Joins have nowhere to go; do not let them hold up the context's shutdown.
-  channel.socket().set(zmq::sockopt::linger, 0);
+  options.linger = milliseconds(0);
+  ControlChannel channel(context, options, &sender);
   ControlChannel::JoinInfo info;
   info.role = wire::Role::Server;
   info.endpoint = "tcp://127.0.0.1:1";
@@ -288,26 +290,24 @@ CATCH_TEST_CASE("An Error answering a request fails it with the scheduler's reas
   CATCH_CHECK(seen.inbox_errors == std::vector<std::string>{"about another message"});
 }
 
-CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives in JoinAccepted", "[common][control]") {
+CATCH_TEST_CASE("Heartbeats follow the interval the scheduler gives while the owner does something else",
+                "[common][control]") {
   zmq::context_t context(1);
   FakeScheduler fake(context);
-  constexpr auto kServiceFor = milliseconds(1600);
-  auto service = [kServiceFor](ControlChannel& channel, Sender&) {
+  constexpr auto kBusyFor = milliseconds(1600);
+  auto service = [kBusyFor](ControlChannel& channel, Sender&) {
     auto joined = channel.Join(TrainerInfo());
     if (!joined.ok()) return joined.status();
-    const auto until = Clock::now() + kServiceFor;
-    while (Clock::now() < until) {
-      PollReadable({&channel.socket()}, milliseconds(10));
-      HETPS_RETURN_IF_ERROR(channel.Service());
-    }
-    return Status::Ok();
+    // A long training step: the owner does not touch the channel at all.
+    std::this_thread::sleep_for(kBusyFor);
+    return channel.Check();
   };
   auto member = RunMember(context, fake.endpoint(), service);
 
   // The channel's own default is one heartbeat a second; the scheduler asks for 100 ms.
   fake.Admit(0, 100, 30000);
   std::vector<Clock::time_point> arrivals;
-  const auto until = Clock::now() + kServiceFor - milliseconds(100);
+  const auto until = Clock::now() + kBusyFor - milliseconds(100);
   while (Clock::now() < until) {
     const auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
     auto heartbeat = fake.Next(wire::Body::Heartbeat, left);
@@ -350,8 +350,8 @@ CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requ
     }
     const auto until = Clock::now() + milliseconds(5000);
     while (!channel.shutdown() && Clock::now() < until) {
-      PollReadable({&channel.socket()}, milliseconds(20));
-      if (Status s = channel.Service(); !s.ok()) {
+      channel.WaitForInbox(milliseconds(20));
+      if (Status s = channel.Check(); !s.ok()) {
         seen.status = s;
         return seen;
       }
@@ -380,7 +380,8 @@ CATCH_TEST_CASE("A Shutdown from the scheduler is remembered and ends later requ
   CATCH_CHECK(Contains(seen.status.message(), "server 1 stopped"));
 }
 
-CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes Service fail", "[common][control]") {
+CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes the channel fail",
+                "[common][control]") {
   struct Seen {
     Status status;
     double seconds_after_join = 0;
@@ -396,8 +397,8 @@ CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes Service fa
     }
     const auto start = Clock::now();
     while (seen.status.ok() && SecondsSince(start) < 5) {
-      PollReadable({&channel.socket()}, milliseconds(20));
-      seen.status = channel.Service();
+      channel.WaitForInbox(milliseconds(20));
+      seen.status = channel.Check();
     }
     seen.seconds_after_join = SecondsSince(start);
     return seen;

@@ -104,4 +104,9 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
   return client_->Connect();
 }
 
+void ScriptedTrainer::Vanish() {
+  client_.reset();
+  control_.reset();
+}
+
 }  // namespace hetps::testing

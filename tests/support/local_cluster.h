@@ -74,6 +74,9 @@ class ScriptedTrainer {
   const ShardMap& map() const { return *map_; }
   uint32_t rank() const { return sender_.rank(); }
   ControlChannel& control() { return *control_; }
+  // Closes every connection as a crashed process would: no heartbeat, no goodbye. Nothing else
+  // may be called afterwards.
+  void Vanish();
 
  private:
   zmq::context_t& context_;
