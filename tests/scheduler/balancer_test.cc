@@ -86,11 +86,11 @@ CATCH_TEST_CASE("A small share is corrected even when few samples of the global 
     balancer.Observe(0, 4000, 1, 1);
     balancer.Observe(1, 1000, 1, 1);
   }
-  // 4 : 1 is 409 : 103. From 432 : 80 only 23 of 512 samples move, but the slow trainer's batch
-  // grows by 29%; from 412 : 100 by 3%, which is noise.
+  // 4 : 1 is 409.6 : 102.4. From 432 : 80 only 22 of 512 samples move, but the slow trainer's
+  // batch grows by 28%; from 412 : 100 by 2%, which is noise.
   auto split = balancer.Propose({0, 1}, {{0, 432}, {1, 80}});
   CATCH_REQUIRE(split.has_value());
-  CATCH_CHECK(*split == std::map<uint32_t, uint32_t>{{0, 409}, {1, 103}});
+  CATCH_CHECK(*split == std::map<uint32_t, uint32_t>{{0, 410}, {1, 102}});
   CATCH_CHECK_FALSE(balancer.Propose({0, 1}, {{0, 412}, {1, 100}}).has_value());
 }
 
@@ -129,12 +129,13 @@ CATCH_TEST_CASE("Fixed and per-sample costs are fitted from steps at different b
   CATCH_CHECK(*split == std::map<uint32_t, uint32_t>{{0, 416}, {1, 96}});
 
   CATCH_SECTION("the fixed cost is kept while the batch stays put; the per-sample cost follows") {
-    const Simulated slower{{0.040, 0.008}};
+    for (int report = 0; report < 40; ++report) slow.Report(balancer, 1, 96, 5, 0);  // spread gone
+    const Simulated slower{{0.040, 0.008}};  // the machine slows down per sample
     for (int report = 0; report < 40; ++report) slower.Report(balancer, 1, 96, 5, 0);
     auto cost = balancer.Cost(1);
     CATCH_REQUIRE(cost.has_value());
-    CATCH_CHECK(cost->fixed_seconds == Approx(0.040).epsilon(0.05));
-    CATCH_CHECK(cost->seconds_per_sample == Approx(0.008).epsilon(0.05));
+    CATCH_CHECK(cost->fixed_seconds == Approx(0.040).epsilon(0.01));
+    CATCH_CHECK(cost->seconds_per_sample == Approx(0.008).epsilon(0.01));
   }
 }
 
@@ -149,8 +150,7 @@ CATCH_TEST_CASE("An equal-time split gives one sample to a trainer whose fixed c
   CATCH_CHECK(Balancer::EqualTimeSplit(3, {{0, 1}, {0, 1}, {0, 1}}) == std::vector<uint32_t>{1, 1, 1});
 }
 
-CATCH_TEST_CASE("Rebalancing converges to equal step times where splitting by speed shrinks the slow share",
-                "[scheduler][balancer]") {
+CATCH_TEST_CASE("Rebalancing converges to equal step times with noisy reports", "[scheduler][balancer]") {
   // A trainer 4x slower than the other, with a fixed cost worth 40 samples a step; the balancer's
   // proposals are applied as the scheduler does, with 3% noise on every report.
   const Simulated fast{{0.020, 0.0005}}, slow{{0.080, 0.002}};
@@ -167,17 +167,6 @@ CATCH_TEST_CASE("Rebalancing converges to equal step times where splitting by sp
   CATCH_CHECK(batch[0] + batch[1] == 512);
   CATCH_CHECK(std::abs(double(batch[1]) - 78.4) <= 0.05 * 78.4);
   CATCH_CHECK(fast.truth.Seconds(batch[0]) == Approx(slow.truth.Seconds(batch[1])).epsilon(0.05));
-
-  // A speed-only balancer (split in proportion to samples per second at the current batch) runs
-  // away from that point: each split lowers the slow trainer's speed and so its next share.
-  std::map<uint32_t, uint32_t> by_speed = {{0, 256}, {1, 256}};
-  for (int round = 0; round < 10; ++round) {
-    const std::vector<double> speeds = {by_speed[0] / fast.truth.Seconds(by_speed[0]),
-                                        by_speed[1] / slow.truth.Seconds(by_speed[1])};
-    const auto split = Balancer::Split(512, speeds);
-    by_speed = {{0, split[0]}, {1, split[1]}};
-  }
-  CATCH_CHECK(by_speed[1] < 0.8 * 78.4);
 }
 
 }  // namespace hetps
