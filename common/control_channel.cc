@@ -24,8 +24,11 @@ const char* RoleName(wire::Role role) {
 
 std::string MakeRoutingId(wire::Role role) {
   std::random_device device;
+  // 64 random bits, so that another process cannot guess the id and take it over when this one
+  // reconnects.
+  const uint64_t random = (uint64_t{device()} << 32) | device();
   return std::string(RoleName(role)) + "-" + HostName() + "-" + std::to_string(::getpid()) + "-" +
-         std::to_string(device());
+         std::to_string(random);
 }
 
 std::string Seconds(std::chrono::milliseconds ms) {
@@ -37,7 +40,8 @@ std::string Seconds(std::chrono::milliseconds ms) {
 SocketOptions DealerOptions(wire::Role role, std::chrono::milliseconds linger) {
   SocketOptions options;
   options.linger_ms = static_cast<int>(linger.count());
-  options.max_message_bytes = int64_t{256} << 20;
+  // The scheduler sends envelopes only; the shard map is its largest.
+  options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
   options.routing_id = MakeRoutingId(role);
   options.router_mandatory = false;
   return options;
@@ -276,7 +280,7 @@ bool ControlChannel::SendQueued(zmq::socket_t& socket) {
   for (zmq::message_t& envelope : queued) {
     Message message;
     message.envelope = std::move(envelope);
-    // Never blocks the loop, so heartbeats keep their pace; a full queue (100,000 messages to a
+    // Never blocks the loop, so heartbeats keep their pace; a full queue (1,000 messages to a
     // scheduler that does not read) drops the message.
     Status sent = hetps::Send(socket, std::move(message), SendMode::kDontWait);
     if (!sent.ok()) {
@@ -289,7 +293,7 @@ bool ControlChannel::SendQueued(zmq::socket_t& socket) {
 
 void ControlChannel::ReceiveAll(zmq::socket_t& socket) {
   while (true) {
-    auto received = TryReceive(socket, /*router=*/false);
+    auto received = TryReceive(socket, /*router=*/false, ReceiveLimits{1, kDefaultMaxEnvelopeBytes});
     if (!received.ok()) return Fail(received.status());
     if (!received->has_value()) return;
     Accept(std::move(**received));
@@ -297,7 +301,7 @@ void ControlChannel::ReceiveAll(zmq::socket_t& socket) {
 }
 
 void ControlChannel::Accept(Message message) {
-  Status valid = VerifyEnvelope(message);
+  Status valid = message.over_limit.empty() ? VerifyEnvelope(message) : Status::Protocol(message.over_limit);
   if (!valid.ok()) {
     ++bad_messages_;
     HETPS_LOG(WARNING) << "dropped a malformed message from the scheduler (" << bad_messages_

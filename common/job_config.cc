@@ -87,6 +87,8 @@ Status ReadChoice(const YAML::Node& node, const std::string& where, const std::v
   return Status::InvalidArgument(where + ": '" + *out + "' is not allowed; choose one of: " + list);
 }
 
+constexpr uint32_t kMaxRequestTimeoutMs = 24 * 3600 * 1000;
+
 using FieldReader = std::function<Status(const YAML::Node&, const std::string& where)>;
 
 struct Field {
@@ -167,7 +169,6 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   auto u64 = [](uint64_t* field, uint64_t min, uint64_t max) {
     return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
   };
-  const uint32_t kMaxU32 = std::numeric_limits<uint32_t>::max();
   return {
       {"model",
        [o](const YAML::Node& n, const std::string& w) {
@@ -204,6 +205,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
          return Status::Ok();
        }},
       {"partition_bytes", u64(&o->partition_bytes, 4, uint64_t{1} << 30)},
+      {"max_message_bytes", u64(&o->max_message_bytes, uint64_t{1} << 20, uint64_t{1} << 30)},
+      {"max_model_bytes", u64(&o->max_model_bytes, 4, uint64_t{1} << 40)},
       {"servers", u32(&o->servers, 1, 256)},
       {"trainers", u32(&o->trainers, 1, 1024)},
       {"listen", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->listen); }},
@@ -216,7 +219,7 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"heartbeat_interval_ms", u32(&o->heartbeat_interval_ms, 10, 600000)},
       {"heartbeat_timeout_ms", u32(&o->heartbeat_timeout_ms, 100, 3600000)},
       {"join_timeout_s", u32(&o->join_timeout_s, 1, 86400)},
-      {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxU32)},
+      {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxRequestTimeoutMs)},
       {"progress_interval_ms", u32(&o->progress_interval_ms, 10, 3600000)},
   };
 }
@@ -327,6 +330,16 @@ Status ValidateJobOptions(const JobOptions& o) {
                                    " is smaller than trainers (" + std::to_string(o.trainers) +
                                    "); every trainer needs at least one sample per step");
   }
+  if (o.partition_bytes > o.max_message_bytes) {
+    return Status::InvalidArgument("partition_bytes: " + std::to_string(o.partition_bytes) +
+                                   " is larger than max_message_bytes (" +
+                                   std::to_string(o.max_message_bytes) +
+                                   "); a partition travels in one frame, and larger frames are dropped");
+  }
+  if (o.request_timeout_ms < 100 || o.request_timeout_ms > kMaxRequestTimeoutMs) {
+    return Status::InvalidArgument("request_timeout_ms: " + std::to_string(o.request_timeout_ms) +
+                                   " is out of range; allowed 100.." + std::to_string(kMaxRequestTimeoutMs));
+  }
   if (o.heartbeat_timeout_ms < 2 * o.heartbeat_interval_ms) {
     return Status::InvalidArgument("heartbeat_timeout_ms: " + std::to_string(o.heartbeat_timeout_ms) +
                                    " must be at least twice heartbeat_interval_ms (" +
@@ -388,6 +401,8 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::EndMap;
   out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);
   out << YAML::Key << "partition_bytes" << YAML::Value << o.partition_bytes;
+  out << YAML::Key << "max_message_bytes" << YAML::Value << o.max_message_bytes;
+  out << YAML::Key << "max_model_bytes" << YAML::Value << o.max_model_bytes;
   out << YAML::Key << "servers" << YAML::Value << o.servers;
   out << YAML::Key << "trainers" << YAML::Value << o.trainers;
   out << YAML::Key << "listen" << YAML::Value << o.listen;

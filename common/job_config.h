@@ -43,25 +43,32 @@ struct JobOptions {
   uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
                                      // takes an equal share (the first ones one more)
   OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
-  wire::DType wire_dtype = wire::DType::F32;    // gradients and weights in flight: fp32 | bf16 |
-                                                // fp16 (the servers keep float32 master weights)
-  uint64_t partition_bytes = 4u << 20;          // largest partition: 4 MiB (BytePS's best)
-  uint32_t servers = 1;                         // servers to wait for: 1..256
-  uint32_t trainers = 1;                        // trainers to wait for: 1..1024
-  std::string listen = "tcp://127.0.0.1:7400";  // scheduler's control endpoint
-  std::string summary;                          // run summary JSON path; empty: none
-  uint64_t seed = 1;                            // model initialisation and epoch order
-  uint32_t chunk_samples = 512;                 // samples per data chunk handed to a trainer
-  uint64_t max_train_samples = 0;               // train on the first N samples only; 0: all
-  uint64_t eval_interval_samples = 0;           // also evaluate every N samples trained (over
-                                                // all trainers); 0: only after each epoch
-  uint32_t eval_batch_size = 250;               // batch for test-set evaluation (larger ones
-                                                // run slower on the CPU)
-  uint32_t heartbeat_interval_ms = 1000;        // members send a heartbeat this often
-  uint32_t heartbeat_timeout_ms = 10000;        // a member silent this long is declared dead
-  uint32_t join_timeout_s = 300;                // give up when members are missing this long
-  uint32_t request_timeout_ms = 120000;         // a trainer gives up on a server silent this long
-  uint32_t progress_interval_ms = 1000;         // how often trainers report, and the display redraws
+  wire::DType wire_dtype = wire::DType::F32;     // gradients and weights in flight: fp32 | bf16 |
+                                                 // fp16 (the servers keep float32 master weights)
+  uint64_t partition_bytes = 4u << 20;           // largest partition: 4 MiB (BytePS's best); at
+                                                 // most max_message_bytes
+  uint64_t max_message_bytes = 64u << 20;        // largest data-plane frame (a partition's bytes):
+                                                 // 64 MiB; servers and trainers drop larger ones
+  uint64_t max_model_bytes = uint64_t{1} << 30;  // largest model a trainer may register: 1 GiB of
+                                                 // float32 parameters (servers hold up to 4x that
+                                                 // with optimizer state and sync sums)
+  uint32_t servers = 1;                          // servers to wait for: 1..256
+  uint32_t trainers = 1;                         // trainers to wait for: 1..1024
+  std::string listen = "tcp://127.0.0.1:7400";   // scheduler's control endpoint
+  std::string summary;                           // run summary JSON path; empty: none
+  uint64_t seed = 1;                             // model initialisation and epoch order
+  uint32_t chunk_samples = 512;                  // samples per data chunk handed to a trainer
+  uint64_t max_train_samples = 0;                // train on the first N samples only; 0: all
+  uint64_t eval_interval_samples = 0;            // also evaluate every N samples trained (over
+                                                 // all trainers); 0: only after each epoch
+  uint32_t eval_batch_size = 250;                // batch for test-set evaluation (larger ones
+                                                 // run slower on the CPU)
+  uint32_t heartbeat_interval_ms = 1000;         // members send a heartbeat this often
+  uint32_t heartbeat_timeout_ms = 10000;         // a member silent this long is declared dead
+  uint32_t join_timeout_s = 300;                 // give up when members are missing this long
+  uint32_t request_timeout_ms = 120000;          // a trainer gives up on a server silent this long
+                                                 // (100 ms .. 1 day)
+  uint32_t progress_interval_ms = 1000;          // how often trainers report, and the display redraws
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

@@ -57,6 +57,14 @@ zmq::message_t Sender::MakeEmpty(wire::Body kind) {
   return Seal(fbb, kind, body);
 }
 
+std::string DescribePeer(const Message& message) {
+  std::string who =
+      message.envelope.size() > 0 && VerifyEnvelope(message).ok() ? DescribeSender(message.env()) : "a peer";
+  if (!message.user_id.empty()) who += " (key " + message.user_id + ")";
+  if (!message.peer_address.empty()) who += " at " + message.peer_address;
+  return who;
+}
+
 std::string DescribeSender(const wire::Envelope& env) {
   switch (env.role()) {
     case wire::Role::Server:

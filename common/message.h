@@ -22,6 +22,13 @@ struct Message {
   zmq::message_t routing_id;            // the peer, on a ROUTER socket; empty otherwise
   zmq::message_t envelope;              // frame 0: a wire::Envelope
   std::vector<zmq::message_t> tensors;  // frames 1..n: raw tensor bytes
+  // What ZeroMQ knows of the connection it came over: the peer's IP address (TCP), and with
+  // CURVE the user id the authentication handler gave its key (the key's name). Empty if unknown.
+  std::string peer_address;
+  std::string user_id;
+  // Set when the message broke the receiver's limits (ReceiveLimits): what was exceeded. Frames
+  // beyond the limit were dropped unread; the envelope is kept when it fit.
+  std::string over_limit;
 
   // The envelope. Only valid after VerifyEnvelope(*this) returned OK.
   const wire::Envelope& env() const { return *wire::GetEnvelope(envelope.data()); }
@@ -34,6 +41,9 @@ struct Message {
 
 // Largest envelope accepted by default; tensor bytes travel in their own frames.
 constexpr size_t kDefaultMaxEnvelopeBytes = 16u << 20;
+
+// "trainer 1 at 10.0.0.5", or just the sender when the address is unknown, for logs.
+std::string DescribePeer(const Message& message);
 
 // Checks frame 0 of `message`: not empty, at most `max_bytes`, a FlatBuffers-verified Envelope
 // with a body. Protocol error with the reason otherwise; never reads outside the frame.

@@ -1,6 +1,7 @@
 #include "common/shard_map.h"
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <sstream>
@@ -20,17 +21,31 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
+std::optional<int64_t> TensorInfo::CheckedNumel() const {
+  int64_t product = 1;
+  for (int64_t d : shape) {
+    if (d < 0 || __builtin_mul_overflow(product, d, &product)) return std::nullopt;
+  }
+  return product;
+}
+
 int64_t TensorInfo::numel() const {
-  return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<int64_t>());
+  return CheckedNumel().value_or(std::numeric_limits<int64_t>::max());
 }
 
 std::string TensorInfo::ToString() const {
   return name + " " + ShapeString(shape) + " " + DTypeName(dtype);
 }
 
-Status ValidateSignature(const std::vector<TensorInfo>& tensors) {
+Status ValidateSignature(const std::vector<TensorInfo>& tensors, uint64_t max_model_bytes) {
   if (tensors.empty()) return Status::InvalidArgument("the model has no parameters");
+  if (tensors.size() > kMaxTensors) {
+    return Status::ResourceExhausted("the model has " + std::to_string(tensors.size()) +
+                                     " parameter tensors; at most " + std::to_string(kMaxTensors) +
+                                     " are allowed");
+  }
   std::set<std::string> names;
+  uint64_t bytes = 0;
   for (const TensorInfo& t : tensors) {
     if (t.name.empty()) return Status::InvalidArgument("a model parameter has an empty name");
     if (!names.insert(t.name).second) {
@@ -39,12 +54,49 @@ Status ValidateSignature(const std::vector<TensorInfo>& tensors) {
     for (int64_t d : t.shape) {
       if (d < 0) return Status::InvalidArgument("parameter " + t.ToString() + " has a negative dimension");
     }
+    const std::optional<int64_t> numel = t.CheckedNumel();
+    uint64_t tensor_bytes = 0;
+    if (!numel || __builtin_mul_overflow(static_cast<uint64_t>(*numel), sizeof(float), &tensor_bytes) ||
+        __builtin_add_overflow(bytes, tensor_bytes, &bytes)) {
+      return Status::InvalidArgument("parameter " + t.ToString() + " has more elements than can be counted");
+    }
     if (t.dtype != wire::DType::F32) {
       return Status::InvalidArgument("parameter " + t.ToString() +
                                      " is not float32; servers hold float32 parameters");
     }
+    if (bytes > max_model_bytes) {
+      return Status::ResourceExhausted("the model reaches " + std::to_string(bytes) + " bytes at parameter " +
+                                       t.ToString() + ", more than max_model_bytes (" +
+                                       std::to_string(max_model_bytes) + ")");
+    }
   }
   return Status::Ok();
+}
+
+uint64_t SignatureBytes(const std::vector<TensorInfo>& tensors) {
+  uint64_t bytes = 0;
+  for (const TensorInfo& t : tensors) bytes += static_cast<uint64_t>(t.numel()) * sizeof(float);
+  return bytes;
+}
+
+Result<uint64_t> CountPartitions(const std::vector<TensorInfo>& tensors, uint64_t partition_bytes) {
+  const uint64_t elements_per_partition = partition_bytes / sizeof(float);
+  if (elements_per_partition == 0) {
+    return Status::InvalidArgument("partition_bytes: " + std::to_string(partition_bytes) +
+                                   " is smaller than one float32 element");
+  }
+  uint64_t partitions = 0;
+  for (const TensorInfo& t : tensors) {
+    const auto numel = static_cast<uint64_t>(t.numel());
+    // numel / e rounded up, without the overflow of numel + e - 1.
+    partitions += numel / elements_per_partition + (numel % elements_per_partition != 0 ? 1 : 0);
+    if (partitions > kMaxPartitions) {
+      return Status::ResourceExhausted("the model makes more than " + std::to_string(kMaxPartitions) +
+                                       " partitions of " + std::to_string(partition_bytes) +
+                                       " bytes (reached at " + t.ToString() + "); raise partition_bytes");
+    }
+  }
+  return partitions;
 }
 
 Status CompareSignatures(const std::vector<TensorInfo>& expected, const std::vector<TensorInfo>& actual) {
@@ -94,11 +146,8 @@ Result<ShardMap> ShardMap::Build(std::vector<TensorInfo> tensors, uint32_t num_s
                                  uint64_t partition_bytes) {
   HETPS_RETURN_IF_ERROR(ValidateSignature(tensors));
   if (num_servers == 0) return Status::InvalidArgument("servers: 0; a job needs at least one server");
+  HETPS_RETURN_IF_ERROR(CountPartitions(tensors, partition_bytes).status());
   const uint64_t elements_per_partition = partition_bytes / sizeof(float);
-  if (elements_per_partition == 0) {
-    return Status::InvalidArgument("partition_bytes: " + std::to_string(partition_bytes) +
-                                   " is smaller than one float32 element");
-  }
   ShardMap map;
   map.tensors_ = std::move(tensors);
   map.num_servers_ = num_servers;
@@ -131,7 +180,13 @@ Result<ShardMap> ShardMap::Build(std::vector<TensorInfo> tensors, uint32_t num_s
 Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
   ShardMap map;
   map.tensors_ = SignatureFromWire(*wire_map.tensors());
+  Status valid = ValidateSignature(map.tensors_);
+  if (!valid.ok()) return Status::Protocol("shard map: " + valid.message());
   if (wire_map.servers()->size() == 0) return Status::Protocol("shard map lists no servers");
+  if (wire_map.partitions()->size() > kMaxPartitions) {
+    return Status::Protocol("shard map has " + std::to_string(wire_map.partitions()->size()) +
+                            " partitions; at most " + std::to_string(kMaxPartitions) + " are allowed");
+  }
   map.num_servers_ = wire_map.servers()->size();
   std::vector<uint64_t> covered(map.tensors_.size(), 0);
   for (const wire::PartitionSpec* spec : *wire_map.partitions()) {
@@ -156,6 +211,11 @@ Result<ShardMap> ShardMap::FromWire(const wire::ShardMap& wire_map) {
       return Status::Protocol("shard map partition " + std::to_string(p.id) + " of " +
                               map.tensors_[p.tensor].name + " starts at " + std::to_string(p.offset) +
                               ", expected " + std::to_string(covered[p.tensor]));
+    }
+    // Checked before adding, so that lengths cannot wrap around to the tensor's size.
+    if (p.length > static_cast<uint64_t>(map.tensors_[p.tensor].numel()) - covered[p.tensor]) {
+      return Status::Protocol(name + " of " + std::to_string(p.length) + " elements runs past the end of " +
+                              map.tensors_[p.tensor].name);
     }
     covered[p.tensor] += p.length;
     map.partitions_.push_back(p);

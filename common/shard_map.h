@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,19 @@
 
 namespace hetps {
 
+// Most tensors and partitions a model may have: with them the shard map stays well inside the
+// largest envelope (kDefaultMaxEnvelopeBytes).
+constexpr size_t kMaxTensors = 1u << 16;
+constexpr uint64_t kMaxPartitions = uint64_t{1} << 18;
+
 struct TensorInfo {
   std::string name;
   std::vector<int64_t> shape;
   wire::DType dtype = wire::DType::F32;
 
+  // Elements, or nothing when a dimension is negative or the product does not fit in int64.
+  std::optional<int64_t> CheckedNumel() const;
+  // Elements of a validated tensor (ValidateSignature); saturates at INT64_MAX, never overflows.
   int64_t numel() const;
   // "fc1.weight [512, 784] float32"
   std::string ToString() const;
@@ -34,9 +43,18 @@ struct PartitionInfo {
   uint32_t server = 0;  // owning server's rank
 };
 
-// Validates a model signature: at least one tensor, unique non-empty names, non-negative shape
-// dimensions, float32 parameters (servers hold float32). InvalidArgument naming the tensor.
-Status ValidateSignature(const std::vector<TensorInfo>& tensors);
+// Validates a model signature: one to kMaxTensors tensors, unique non-empty names, non-negative
+// shape dimensions whose product fits in int64, float32 parameters (servers hold float32).
+// InvalidArgument naming the tensor; ResourceExhausted when the float32 bytes of all tensors
+// together exceed `max_model_bytes` (summed without overflow).
+Status ValidateSignature(const std::vector<TensorInfo>& tensors, uint64_t max_model_bytes = UINT64_MAX);
+
+// Float32 bytes of a validated signature.
+uint64_t SignatureBytes(const std::vector<TensorInfo>& tensors);
+
+// The partitions a validated signature makes with `partition_bytes` (>= 4); ResourceExhausted
+// when more than kMaxPartitions.
+Result<uint64_t> CountPartitions(const std::vector<TensorInfo>& tensors, uint64_t partition_bytes);
 
 // OK when `actual` equals `expected`; otherwise FailedPrecondition naming the first differing
 // tensor (by position) and how it differs.
@@ -54,12 +72,14 @@ class ShardMap {
   // Cuts every tensor into partitions of at most `partition_bytes` and assigns them to
   // `num_servers` servers: largest first onto the least-loaded server (ties: lowest rank; equal
   // sizes: lowest partition id), so the result is deterministic and every server's load is within
-  // one partition of the ideal. InvalidArgument for an invalid signature or arguments.
+  // one partition of the ideal. InvalidArgument for an invalid signature or arguments,
+  // ResourceExhausted for more than kMaxPartitions partitions.
   static Result<ShardMap> Build(std::vector<TensorInfo> tensors, uint32_t num_servers,
                                 uint64_t partition_bytes);
 
-  // Rebuilds a map received from the scheduler, checking that partitions tile every tensor exactly
-  // and name existing servers. Protocol error naming the inconsistency otherwise.
+  // Rebuilds a map received from the scheduler, checking its signature (ValidateSignature) and
+  // that partitions tile every tensor exactly and name existing servers. Protocol error naming
+  // the inconsistency otherwise.
   static Result<ShardMap> FromWire(const wire::ShardMap& map);
 
   // The tensors and partitions, for a wire::ShardMap being built in `fbb`.

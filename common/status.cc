@@ -25,6 +25,8 @@ const char* CodeName(Status::Code code) {
       return "internal error";
     case Status::Code::kAborted:
       return "aborted";
+    case Status::Code::kResourceExhausted:
+      return "over a limit";
   }
   return "unknown";
 }

@@ -27,6 +27,7 @@ class Status {
     kFailedPrecondition,  // the request does not fit the current state
     kInternal,            // an error in a library we call (e.g. LibTorch)
     kAborted,             // the scheduler ended the job (this process did nothing wrong)
+    kResourceExhausted,   // a request or message beyond a configured limit (size, count, memory)
   };
 
   Status() = default;
@@ -42,6 +43,7 @@ class Status {
   static Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
   static Status Internal(std::string m) { return {Code::kInternal, std::move(m)}; }
   static Status Aborted(std::string m) { return {Code::kAborted, std::move(m)}; }
+  static Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -3,9 +3,8 @@
 #include <cstddef>
 #include <cstring>
 #include <iterator>
+#include <limits>
 #include <new>
-
-#include <zmq_addon.hpp>
 
 namespace hetps {
 
@@ -17,11 +16,13 @@ zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const S
   if (type == zmq::socket_type::router && options.router_mandatory) {
     socket.set(zmq::sockopt::router_mandatory, 1);
   }
-  if (options.send_timeout_ms >= 0) socket.set(zmq::sockopt::sndtimeo, options.send_timeout_ms);
-  // Tensor traffic comes in bursts of many frames per step; the default of 1000 messages would
-  // make a burst to several servers block or drop.
-  socket.set(zmq::sockopt::sndhwm, 100000);
-  socket.set(zmq::sockopt::rcvhwm, 100000);
+  if (options.send_timeout.count() >= 0) {
+    // ZeroMQ takes an int; a longer timeout saturates rather than wrapping to -1 ("never").
+    const auto longest = std::chrono::milliseconds(std::numeric_limits<int>::max());
+    socket.set(zmq::sockopt::sndtimeo, static_cast<int>(std::min(options.send_timeout, longest).count()));
+  }
+  socket.set(zmq::sockopt::sndhwm, options.send_hwm);
+  socket.set(zmq::sockopt::rcvhwm, options.receive_hwm);
   return socket;
 }
 
@@ -62,22 +63,61 @@ zmq::message_t Aligned(zmq::message_t frame) {
   return zmq::message_t(copy, size, &FreeAlignedCopy, nullptr);
 }
 
+// A property of the connection a frame came over ("Peer-Address", "User-Id"); empty if none.
+std::string Property(zmq::message_t& frame, const char* name) {
+  const char* value = zmq_msg_gets(frame.handle(), name);
+  return value == nullptr ? std::string() : std::string(value);
+}
+
 }  // namespace
 
-Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router) {
-  std::vector<zmq::message_t> frames;
+Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router, const ReceiveLimits& limits) {
+  Message message;
+  size_t frames = 0;  // after the routing id
+  uint64_t bytes = 0;
   try {
-    auto received = zmq::recv_multipart(socket, std::back_inserter(frames), zmq::recv_flags::dontwait);
-    if (!received) return std::optional<Message>();
+    zmq::message_t frame;
+    if (!socket.recv(frame, zmq::recv_flags::dontwait)) return std::optional<Message>();
+    bool first = true;
+    while (true) {
+      // The rest of a multipart message is already here: ZeroMQ delivers it whole.
+      if (!first && !socket.recv(frame)) break;
+      const bool is_id = first && router;
+      first = false;
+      const bool more = frame.more();
+      if (!is_id) {
+        ++frames;
+        bytes += frame.size();
+        if (frames == 1) {
+          message.peer_address = Property(frame, "Peer-Address");
+          message.user_id = Property(frame, "User-Id");
+        }
+        if (message.over_limit.empty() && (frames > limits.max_frames || bytes > limits.max_bytes)) {
+          message.over_limit = frames > limits.max_frames
+                                   ? "more than " + std::to_string(limits.max_frames) + " frames"
+                                   : "more than " + std::to_string(limits.max_bytes) + " bytes";
+        }
+      }
+      if (is_id) {
+        message.routing_id = std::move(frame);
+      } else if (message.over_limit.empty()) {
+        if (frames == 1) {
+          message.envelope = Aligned(std::move(frame));
+        } else {
+          message.tensors.push_back(Aligned(std::move(frame)));
+        }
+      }
+      if (!more) break;
+      frame = zmq::message_t();
+    }
   } catch (const zmq::error_t& e) {
     return Status::Unavailable(std::string("receive failed: ") + e.what());
   }
-  Message message;
-  size_t next = 0;
-  if (router && next < frames.size()) message.routing_id = std::move(frames[next++]);
-  if (next < frames.size()) message.envelope = Aligned(std::move(frames[next++]));
-  message.tensors.reserve(frames.size() - next);
-  for (; next < frames.size(); ++next) message.tensors.push_back(Aligned(std::move(frames[next])));
+  if (!message.over_limit.empty()) {
+    message.over_limit = "a message of " + std::to_string(frames) + " frames and " + std::to_string(bytes) +
+                         " bytes is over the limit (" + message.over_limit + ")";
+    message.tensors.clear();
+  }
   return std::optional<Message>(std::move(message));
 }
 

@@ -5,6 +5,8 @@
 // other threads hand work to that thread instead of touching the socket.
 #pragma once
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -21,7 +23,22 @@ struct SocketOptions {
   int64_t max_message_bytes = -1;  // per frame; a peer sending more is disconnected (-1 = none)
   std::string routing_id;          // DEALER: a stable id, so the peer knows us across reconnects
   bool router_mandatory = true;    // ROUTER: sending to an unknown peer fails instead of vanishing
-  int send_timeout_ms = -1;        // blocking sends give up after this (-1 = never)
+  // Blocking sends give up after this (negative: never). Longer than ZeroMQ can express (about
+  // 24.8 days) means that longest timeout, never "never".
+  std::chrono::milliseconds send_timeout{-1};
+  // Whole messages queued per connection in each direction (ZeroMQ's high-water marks). A
+  // receiver that falls behind stops reading from the peer's connection (TCP back-pressure); a
+  // ROUTER sending without blocking finds a full queue and drops the message.
+  int send_hwm = 1000;
+  int receive_hwm = 1000;
+};
+
+// What one received message may hold, beyond which it is refused (Message::over_limit). ZeroMQ
+// assembles a multipart message whole before handing it over, so these bound what hetps keeps,
+// not what ZeroMQ buffered; ZeroMQ's own bound is max_message_bytes per frame.
+struct ReceiveLimits {
+  size_t max_frames = SIZE_MAX;     // frames after the routing id, envelope included
+  uint64_t max_bytes = UINT64_MAX;  // bytes of those frames together
 };
 
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const SocketOptions& options);
@@ -36,9 +53,12 @@ Status Connect(zmq::socket_t& socket, const std::string& endpoint);
 
 // Receives one whole multipart message if one is waiting, without blocking. On a ROUTER
 // (`router` true) the first frame is the peer's routing id. The envelope and tensor frames are
-// aligned for in-place reads (a frame ZeroMQ delivers unaligned is copied). A message lacking an envelope
-// frame is still returned (with an empty envelope) so the caller can refuse and count it.
-Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router);
+// aligned for in-place reads (a frame ZeroMQ delivers unaligned is copied); the peer's address
+// and CURVE user id are taken from the connection. A message lacking an envelope frame is still
+// returned (with an empty envelope), and so is one over `limits` (with over_limit saying why and
+// only the frames within them), so the caller can refuse and count it.
+Result<std::optional<Message>> TryReceive(zmq::socket_t& socket, bool router,
+                                          const ReceiveLimits& limits = {});
 
 enum class SendMode { kBlock, kDontWait };
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/exposure.h"
 #include "common/logging.h"
 #include "common/transport.h"
 
@@ -15,6 +16,15 @@ std::string Advertised(const std::string& bound) {
   if (bound.rfind(wildcard, 0) != 0) return bound;
   return "tcp://" + HostName() + ":" + bound.substr(wildcard.size());
 }
+
+// Whole messages queued per trainer connection: a trainer waits for its replies every step, so
+// more than a step's pushes are never in flight; beyond it, the connection meets back-pressure.
+constexpr int kDataReceiveHwm = 256;
+// Replies queued per trainer: one per push of a step, and small Errors.
+constexpr int kDataSendHwm = 10000;
+// Pulls a trainer may have waiting beyond one per partition of this server (a step asks for
+// each partition once; an evaluation or snapshot adds one).
+constexpr size_t kPendingPullSlack = 2;
 
 }  // namespace
 
@@ -29,9 +39,14 @@ Server::~Server() {
 Status Server::Start() {
   SocketOptions socket_options;
   socket_options.max_message_bytes = options_.max_message_bytes;
+  socket_options.receive_hwm = kDataReceiveHwm;
+  socket_options.send_hwm = kDataSendHwm;
   data_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  // Until the shard map says what trainers will send, nothing valid has tensor frames.
+  data_limits_ = ReceiveLimits{1, kDefaultMaxEnvelopeBytes};
   auto bound = Bind(data_, options_.bind);
   if (!bound.ok()) return bound.status();
+  WarnIfExposed("this server", *bound, /*curve=*/false);
   endpoint_ = options_.advertise.empty() ? Advertised(*bound) : options_.advertise;
   return Status::Ok();
 }
@@ -78,7 +93,7 @@ Status Server::Serve() {
     if (!data_readable) continue;
     // Drain what has arrived, but come back to the control socket regularly under heavy load.
     for (int i = 0; i < 256; ++i) {
-      auto received = TryReceive(data_, /*router=*/true);
+      auto received = TryReceive(data_, /*router=*/true, data_limits_);
       if (!received.ok()) return received.status();
       if (!received->has_value()) break;
       HandleData(std::move(**received));
@@ -137,16 +152,38 @@ Status Server::HandleShardMap(const Message& message) {
     HETPS_LOG(WARNING) << "ignored a second shard map (version " << wire_map->version() << ")";
     return Status::Ok();
   }
-  auto map = ShardMap::FromWire(*wire_map);
+  Status installed = InstallShard(*wire_map);
+  if (!installed.ok()) {
+    // The scheduler ends the job at once with this reason instead of waiting for this server.
+    Status told =
+        control_->Send(sender_.MakeError(wire::ErrorCode::Refused, installed.message(), message.env().seq()));
+    if (!told.ok()) HETPS_LOG(WARNING) << told.message();
+    return installed;
+  }
+  return control_->Send(sender_.MakeEmpty(wire::Body::ShardReady));
+}
+
+Status Server::InstallShard(const wire::ShardMap& wire_map) {
+  auto map = ShardMap::FromWire(wire_map);
   if (!map.ok()) return map.status().WithContext("shard map from the scheduler");
+  uint64_t largest_frame = 0;
+  for (const PartitionInfo& p : map->partitions())
+    largest_frame = std::max(largest_frame, p.length * sizeof(float));
+  if (largest_frame > static_cast<uint64_t>(options_.max_message_bytes)) {
+    return Status::ResourceExhausted(
+        "the job's partitions reach " + std::to_string(largest_frame) + " bytes, more than this server's " +
+        "--max-message-bytes (" + std::to_string(options_.max_message_bytes) +
+        "); start the servers with --max-message-bytes of at least the job's max_message_bytes (" +
+        std::to_string(wire_map.max_message_bytes()) + ")");
+  }
   map_ = std::make_unique<ShardMap>(std::move(*map));
   Shard::Options shard_options;
-  shard_options.mode = FromWire(wire_map->mode());
-  shard_options.staleness = wire_map->staleness();
-  shard_options.staleness_aware_lr = wire_map->staleness_aware_lr();
-  shard_options.global_batch_size = wire_map->global_batch_size();
+  shard_options.mode = FromWire(wire_map.mode());
+  shard_options.staleness = wire_map.staleness();
+  shard_options.staleness_aware_lr = wire_map.staleness_aware_lr();
+  shard_options.global_batch_size = wire_map.global_batch_size();
   shard_options.threads = options_.threads;
-  const wire::OptimizerConfig* config = wire_map->optimizer();
+  const wire::OptimizerConfig* config = wire_map.optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   OptimizerOptions& o = shard_options.optimizer;
   o.kind = static_cast<OptimizerOptions::Kind>(config->kind());
@@ -165,28 +202,34 @@ Status Server::HandleShardMap(const Message& message) {
   if (!shard.ok()) return shard.status().WithContext("shard map from the scheduler");
   shard_ = std::move(*shard);
   std::vector<uint32_t> live;
-  if (wire_map->trainers() != nullptr)
-    live.assign(wire_map->trainers()->begin(), wire_map->trainers()->end());
+  if (wire_map.trainers() != nullptr) live.assign(wire_map.trainers()->begin(), wire_map.trainers()->end());
   shard_->SetLiveTrainers(live);
-  sender_.set_membership_epoch(wire_map->membership_epoch());
+  sender_.set_membership_epoch(wire_map.membership_epoch());
+  // A trainer's largest valid message carries every partition of this server, as float32
+  // (InitWeights), besides its envelope.
+  data_limits_ = ReceiveLimits{1 + shard_->partition_ids().size(),
+                               kDefaultMaxEnvelopeBytes + map_->BytesOf(sender_.rank())};
   HETPS_LOG(INFO) << "holding " << shard_->partition_ids().size() << " of " << map_->partitions().size()
                   << " partitions (" << map_->BytesOf(sender_.rank()) / 1024 << " KiB), mode "
                   << ModeName(shard_options.mode) << ", optimizer " << OptimizerKindName(o.kind) << ", "
                   << options_.threads << (options_.threads == 1 ? " thread" : " worker threads");
-  return control_->Send(sender_.MakeEmpty(wire::Body::ShardReady));
+  return Status::Ok();
 }
 
 void Server::HandleData(Message message) {
   if (message.routing_id.size() == 0) return;  // cannot happen on a ROUTER; nothing to answer
+  if (!message.over_limit.empty()) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Oversized, message.over_limit);
+  }
   Status valid = VerifyEnvelope(message);
-  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
+  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, Refusal::Unverified, valid.message());
   const wire::Envelope& env = message.env();
   if (env.role() != wire::Role::Trainer) {
-    return Refuse(message, wire::ErrorCode::Unexpected,
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   std::string(KindName(message.kind())) + " from a non-trainer");
   }
   if (!shard_) {
-    return Refuse(message, wire::ErrorCode::Unexpected,
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   "this server has no shard map yet; the job has not started");
   }
   const uint32_t trainer = env.sender();
@@ -195,15 +238,17 @@ void Server::HandleData(Message message) {
   switch (message.kind()) {
     case wire::Body::InitWeights: {
       Status status = shard_->Init(*message.body<wire::InitWeights>(), frames);
-      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      if (!status.ok()) return Refuse(message, status);
       Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
       AnswerReadyPulls();
       return;
     }
     case wire::Body::Push: {
       const auto* push = message.body<wire::Push>();
-      Status status = shard_->Push(trainer, *push, frames);
-      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      // Checked before the push is applied, so that a refused message changes nothing.
+      Status status = push->pull() ? CheckPendingPulls(trainer) : Status::Ok();
+      if (status.ok()) status = shard_->Push(trainer, *push, frames);
+      if (!status.ok()) return Refuse(message, status);
       if (push->pull()) {
         PendingPull pull;
         pull.routing_id = std::move(message.routing_id);
@@ -221,7 +266,8 @@ void Server::HandleData(Message message) {
     case wire::Body::Pull: {
       const auto* body = message.body<wire::Pull>();
       Status status = shard_->ValidatePull(trainer, *body);
-      if (!status.ok()) return Refuse(message, RefusalCode(status), status.message());
+      if (status.ok()) status = CheckPendingPulls(trainer);
+      if (!status.ok()) return Refuse(message, status);
       PendingPull pull;
       pull.routing_id = std::move(message.routing_id);
       pull.trainer = trainer;
@@ -234,7 +280,7 @@ void Server::HandleData(Message message) {
       return;
     }
     default:
-      return Refuse(message, wire::ErrorCode::Unexpected,
+      return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                     std::string(KindName(message.kind())) + " is not a data-plane request");
   }
 }
@@ -259,20 +305,29 @@ void Server::AnswerReadyPulls() {
   }
 }
 
-void Server::Refuse(const Message& message, wire::ErrorCode code, const std::string& reason) {
-  const uint64_t count = ++bad_messages_;
-  uint64_t seq = 0;
-  std::string from = "a peer";
-  if (VerifyEnvelope(message).ok()) {
-    seq = message.env().seq();
-    from = DescribeSender(message.env());
-  }
-  // Log the first few in full, then sparsely, so a flood cannot fill the disk.
-  if (count <= 10 || (count & (count - 1)) == 0) {
-    HETPS_LOG(WARNING) << "refused a message from " << from << " (" << count
-                       << " refused so far): " << reason;
+void Server::Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason) {
+  const uint64_t count = refusals_.Add(why);
+  const bool verified = message.envelope.size() > 0 && VerifyEnvelope(message).ok();
+  const uint64_t seq = verified ? message.env().seq() : 0;
+  if (ShouldLogRefusal(count)) {
+    HETPS_LOG(WARNING) << "refused a message from " << DescribePeer(message) << " (" << RefusalName(why)
+                       << ", " << count << " refused so far): " << reason;
   }
   Reply(CopyFrame(message.routing_id), sender_.MakeError(code, reason, seq));
+}
+
+void Server::Refuse(const Message& message, const Status& status) {
+  Refuse(message, RefusalCode(status), RefusalReasonOf(status), status.message());
+}
+
+Status Server::CheckPendingPulls(uint32_t trainer) const {
+  const size_t limit = shard_->partition_ids().size() + kPendingPullSlack;
+  const auto waiting = static_cast<size_t>(std::count_if(
+      pending_.begin(), pending_.end(), [&](const PendingPull& p) { return p.trainer == trainer; }));
+  if (waiting < limit) return Status::Ok();
+  return Status::ResourceExhausted("trainer " + std::to_string(trainer) + " already has " +
+                                   std::to_string(waiting) +
+                                   " pulls waiting, the most this server keeps for one trainer");
 }
 
 void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames) {
@@ -288,7 +343,7 @@ Server::Counters Server::CurrentStats() const {
   Counters counters;
   if (shard_) counters.shard = shard_->stats();
   counters.pulls = pulls_answered_;
-  counters.bad_messages = bad_messages_.load();
+  counters.refusals = refusals_.Snapshot();
   return counters;
 }
 
@@ -309,9 +364,10 @@ Server::Counters Server::PublishedStats() const {
 zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye) {
   flatbuffers::FlatBufferBuilder fbb(128);
   const Shard::Stats& stats = counters.shard;
-  auto server_stats = wire::CreateServerStats(
-      fbb, stats.version, stats.pushes, counters.pulls, counters.bad_messages, stats.rounds,
-      fbb.CreateVector(stats.staleness_counts), stats.staleness_max, stats.max_clock_gap);
+  auto server_stats = wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls,
+                                              counters.refusals.total(), stats.rounds,
+                                              fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
+                                              stats.max_clock_gap, counters.refusals.ToWire(fbb));
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

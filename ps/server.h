@@ -21,8 +21,10 @@
 
 #include "common/control_channel.h"
 #include "common/message.h"
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "ps/shard.h"
 
 namespace hetps {
@@ -32,7 +34,8 @@ struct ServerOptions {
   std::string bind = "tcp://127.0.0.1:*";            // where trainers reach this server
   std::string advertise;                             // endpoint told to trainers; empty: the bound
                                                      // one (with this host's name for 0.0.0.0)
-  int64_t max_message_bytes = int64_t{64} << 20;     // per frame; larger ones drop the connection
+  int64_t max_message_bytes = int64_t{64} << 20;     // per frame; larger ones drop the connection.
+                                                     // At least the job's partition frames.
   std::chrono::milliseconds connect_timeout{60000};  // give up joining the scheduler after this
   // Worker threads that own the partitions (optimizer steps, sums, reply frames), besides the
   // loop thread that owns the sockets. 1 does that work on the loop thread itself: best on a
@@ -56,7 +59,9 @@ class Server {
   // worker threads have ended when it returns, whatever the outcome.
   Status Run();
 
-  uint64_t bad_messages() const { return bad_messages_.load(); }
+  // Messages refused so far (every reason), and by reason; readable from any thread.
+  uint64_t bad_messages() const { return refusals_.total(); }
+  RefusalTally refusals() const { return refusals_.Snapshot(); }
 
  private:
   struct PendingPull {
@@ -75,8 +80,14 @@ class Server {
   Status HandleControl(Message message);
   void HandleData(Message message);
   Status HandleShardMap(const Message& message);
-  // Refuses `message`: counts it and answers an Error to its sender.
-  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  // Refuses `message`: counts it under `why`, logs it (sparsely under a flood) and answers an
+  // Error to its sender.
+  void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
+  void Refuse(const Message& message, const Status& status);
+  // ResourceExhausted when `trainer` has as many pulls waiting as this server keeps for one.
+  Status CheckPendingPulls(uint32_t trainer) const;
+  // Checks that the job's partitions fit this server's frame limit and builds the Shard.
+  Status InstallShard(const wire::ShardMap& wire_map);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
 
@@ -84,7 +95,7 @@ class Server {
   struct Counters {
     Shard::Stats shard;
     uint64_t pulls = 0;
-    uint64_t bad_messages = 0;
+    RefusalTally refusals;
   };
   Counters CurrentStats() const;
   // Copies the counters for the control channel's thread, which sends the heartbeats, at most
@@ -103,7 +114,8 @@ class Server {
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<Shard> shard_;
   std::deque<PendingPull> pending_;
-  std::atomic<uint64_t> bad_messages_{0};
+  ReceiveLimits data_limits_;  // what one message from a trainer may hold, set by the shard map
+  RefusalCounter refusals_;
   uint64_t pulls_answered_ = 0;
   std::chrono::steady_clock::time_point stats_published_{};
   mutable std::mutex stats_mutex_;

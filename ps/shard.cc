@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "common/dtype.h"
@@ -26,8 +27,23 @@ wire::ErrorCode RefusalCode(const Status& status) {
       return wire::ErrorCode::UnknownPartition;
     case Status::Code::kInvalidArgument:
       return wire::ErrorCode::BadLength;
+    case Status::Code::kResourceExhausted:
+      return wire::ErrorCode::Refused;
     default:
       return wire::ErrorCode::Unexpected;
+  }
+}
+
+Refusal RefusalReasonOf(const Status& status) {
+  switch (status.code()) {
+    case Status::Code::kProtocol:
+    case Status::Code::kNotFound:
+    case Status::Code::kInvalidArgument:
+      return Refusal::Invalid;
+    case Status::Code::kResourceExhausted:
+      return Refusal::OverLimit;
+    default:
+      return Refusal::Unexpected;
   }
 }
 
@@ -36,7 +52,14 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
   if (options.threads == 0) return Status::InvalidArgument("a server needs at least 1 thread");
   auto optimizer = Optimizer::Create(options.optimizer);
   if (!optimizer.ok()) return optimizer.status();
-  return std::unique_ptr<Shard>(new Shard(map, server_rank, options, std::move(*optimizer)));
+  try {
+    return std::unique_ptr<Shard>(new Shard(map, server_rank, options, std::move(*optimizer)));
+  } catch (const std::bad_alloc&) {
+    const uint64_t bytes = map.BytesOf(server_rank);
+    return Status::ResourceExhausted(
+        "cannot allocate the " + std::to_string(bytes) +
+        " bytes of weights (and their optimizer state) of this server's partitions");
+  }
 }
 
 Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,

@@ -24,6 +24,7 @@
 #include <zmq.hpp>
 
 #include "common/job_config.h"
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "messages_generated.h"
@@ -70,7 +71,8 @@ class Shard {
   static constexpr size_t kStalenessBuckets = 64;
 
   // Allocates the partitions that `map` gives to `server_rank` and starts the worker threads.
-  // InvalidArgument for a bad optimizer configuration or 0 threads.
+  // InvalidArgument for a bad optimizer configuration or 0 threads; ResourceExhausted naming the
+  // bytes when the memory cannot be had (the map was validated, so sizes cannot overflow).
   static Result<std::unique_ptr<Shard>> Create(const ShardMap& map, uint32_t server_rank,
                                                const Options& options);
 
@@ -194,5 +196,7 @@ class Shard {
 
 // The wire error code that a refusal Status from Shard (or the server) corresponds to.
 wire::ErrorCode RefusalCode(const Status& status);
+// The reason it is counted under (common/refusals.h).
+Refusal RefusalReasonOf(const Status& status);
 
 }  // namespace hetps

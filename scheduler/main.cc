@@ -4,6 +4,7 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 
 #include "common/cli.h"
 #include "common/logging.h"
@@ -21,6 +22,7 @@ struct Overrides {
   std::string model, mode, optimizer, listen, summary, balance, wire_dtype;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
+  uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;
   double lr = 0, momentum = 0, weight_decay = 0;
 };
@@ -53,6 +55,8 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--servers")) job->servers = o.servers;
   if (given("--trainers")) job->trainers = o.trainers;
   if (given("--partition-bytes")) job->partition_bytes = o.partition_bytes;
+  if (given("--max-message-bytes")) job->max_message_bytes = o.max_message_bytes;
+  if (given("--max-model-bytes")) job->max_model_bytes = o.max_model_bytes;
   if (given("--listen")) job->listen = o.listen;
   if (given("--summary")) job->summary = o.summary;
   if (given("--seed")) job->seed = o.seed;
@@ -87,7 +91,8 @@ int main(int argc, char** argv) {
                  "Gradients and weights in flight: fp32 | bf16 | fp16 (servers keep float32)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));
   app.add_option("--eval-interval-samples", o.eval_interval_samples,
-                 "Also evaluate on the test set every N samples trained (0: after each epoch only)");
+                 "Also evaluate on the test set every N samples trained (0: after each epoch only)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   app.add_option("--optimizer", o.optimizer,
                  "Optimizer: sgd | adam | adamw | adagrad (a different one than the job file's "
                  "starts from that optimizer's defaults)")
@@ -102,11 +107,19 @@ int main(int argc, char** argv) {
   app.add_option("--trainers", o.trainers, "Trainers to wait for")->check(CLI::Range(1, 1024));
   app.add_option("--partition-bytes", o.partition_bytes, "Largest partition of a tensor, in bytes")
       ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 30));
+  app.add_option("--max-message-bytes", o.max_message_bytes,
+                 "Largest data-plane frame, in bytes (at least --partition-bytes; servers need as much)")
+      ->check(CLI::Range(uint64_t{1} << 20, uint64_t{1} << 30));
+  app.add_option("--max-model-bytes", o.max_model_bytes,
+                 "Largest model a trainer may register, in bytes of float32 parameters")
+      ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 40));
   app.add_option("--listen", o.listen, "Control endpoint, e.g. tcp://0.0.0.0:7400");
   app.add_option("--summary", o.summary, "Write the JSON run summary here");
-  app.add_option("--seed", o.seed, "Seed of model initialisation and data order");
+  app.add_option("--seed", o.seed, "Seed of model initialisation and data order")
+      ->check(CLI::Range(uint64_t{0}, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
   app.add_option("--max-train-samples", o.max_train_samples,
-                 "Train on the first N samples of the training set only (0: all)");
+                 "Train on the first N samples of the training set only (0: all)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
   app.add_option("--progress", progress,
                  "Progress display: auto (in place on a terminal, else plain lines), plain, none")
       ->check(CLI::IsMember({"auto", "plain", "none"}));

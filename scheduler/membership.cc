@@ -13,8 +13,13 @@ ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   c.bad_messages = stats.bad_messages();
   c.rounds = stats.rounds();
   if (stats.staleness_counts() != nullptr) {
-    c.staleness_counts.assign(stats.staleness_counts()->begin(), stats.staleness_counts()->end());
+    // Servers send a few dozen buckets; more would only cost the summary time.
+    constexpr size_t kMaxBuckets = 1024;
+    const auto* counts = stats.staleness_counts();
+    c.staleness_counts.assign(counts->begin(),
+                              counts->begin() + std::min<size_t>(counts->size(), kMaxBuckets));
   }
+  c.refusals = RefusalTally::FromWire(stats.refusals());
   c.staleness_max = stats.staleness_max();
   c.max_clock_gap = stats.max_clock_gap();
   return c;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "messages_generated.h"
 
@@ -38,6 +39,7 @@ struct ServerCounters {
   std::vector<uint64_t> staleness_counts;  // as in wire::ServerStats
   uint64_t staleness_max = 0;
   uint64_t max_clock_gap = 0;
+  RefusalTally refusals;
 };
 
 ServerCounters CountersFromWire(const wire::ServerStats& stats);

@@ -10,6 +10,16 @@
 #include <nlohmann/json.hpp>
 
 namespace hetps {
+namespace {
+
+// Every reason, zeros included, in the order of wire::RefusalReason.
+nlohmann::ordered_json RefusalsJson(const RefusalTally& tally) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < tally.counts.size(); ++i) j[RefusalName(static_cast<Refusal>(i))] = tally.counts[i];
+  return j;
+}
+
+}  // namespace
 
 StalenessSummary SummarizeStaleness(const std::vector<uint64_t>& counts, uint64_t max) {
   StalenessSummary s;
@@ -81,6 +91,8 @@ std::string RunSummary::ToJson() const {
                      {"snapshot", e.snapshot}});
   }
   j["evaluations"] = evals;
+  j["refusals"] = RefusalsJson(refusals);
+  j["scheduler_refusals"] = RefusalsJson(scheduler_refusals);
   nlohmann::ordered_json servers_json = nlohmann::ordered_json::array();
   for (const ServerSummary& s : server_details) {
     servers_json.push_back({{"rank", s.rank},
@@ -89,7 +101,8 @@ std::string RunSummary::ToJson() const {
                             {"pushes", s.pushes},
                             {"pulls", s.pulls},
                             {"bad_messages", s.bad_messages},
-                            {"rounds", s.rounds}});
+                            {"rounds", s.rounds},
+                            {"refusals", RefusalsJson(s.refusals)}});
   }
   j["server_details"] = servers_json;
   nlohmann::ordered_json trainers_json = nlohmann::ordered_json::array();

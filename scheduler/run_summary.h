@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "common/refusals.h"
 #include "common/status.h"
 
 namespace hetps {
@@ -30,6 +31,7 @@ struct ServerSummary {
   uint64_t pulls = 0;
   uint64_t bad_messages = 0;
   uint64_t rounds = 0;
+  RefusalTally refusals;
 };
 
 struct TrainerSummary {
@@ -77,6 +79,8 @@ struct RunSummary {
   uint64_t max_clock_gap = 0;       // largest clock gap between live trainers any server admitted
   std::vector<double> batch_share;  // per trainer: its fraction of the global batch at the end
   std::vector<Evaluation> evaluations;
+  RefusalTally refusals;            // refused messages and connections: the scheduler's and every server's
+  RefusalTally scheduler_refusals;  // the scheduler's own
   std::vector<ServerSummary> server_details;
   std::vector<TrainerSummary> trainer_details;
 

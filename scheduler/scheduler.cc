@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/exposure.h"
 #include "common/logging.h"
 #include "common/transport.h"
 
@@ -15,6 +16,10 @@ constexpr auto kGoodbyeWait = std::chrono::seconds(5);
 // of the fastest trainer.
 constexpr auto kRebalanceInterval = std::chrono::seconds(2);
 constexpr std::chrono::duration<double> kRebalanceLead = std::chrono::seconds(1);
+// Messages queued per member connection: members send a few a second and wait for answers, so
+// a flood from one connection meets back-pressure long before it costs memory.
+constexpr int kControlReceiveHwm = 64;
+const ReceiveLimits kControlLimits{1, kDefaultMaxEnvelopeBytes};
 
 std::string RoutingId(const Message& message) {
   return std::string(static_cast<const char*>(message.routing_id.data()), message.routing_id.size());
@@ -40,7 +45,8 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       job_(options_.job),
       members_(job_.servers, job_.trainers),
       chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
-      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)) {
+      display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)),
+      bounds_(BoundsOf(job_, chunks_.samples())) {
   if (job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) {
     balancer_.emplace(job_.global_batch_size);
   }
@@ -50,8 +56,10 @@ Scheduler::~Scheduler() = default;
 
 Status Scheduler::Start() {
   HETPS_RETURN_IF_ERROR(ValidateJobOptions(job_));
+  // Members send the scheduler envelopes only, each at most kDefaultMaxEnvelopeBytes.
   SocketOptions socket_options;
-  socket_options.max_message_bytes = int64_t{64} << 20;
+  socket_options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
+  socket_options.receive_hwm = kControlReceiveHwm;
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
@@ -59,6 +67,7 @@ Status Scheduler::Start() {
                                    " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
+  WarnIfExposed("the scheduler", endpoint_, /*curve=*/false);
   if (!options_.endpoint_file.empty()) {
     HETPS_RETURN_IF_ERROR(WriteFileAtomically(options_.endpoint_file, endpoint_ + "\n"));
   }
@@ -74,7 +83,7 @@ Status Scheduler::Run() {
     if (PollReadable({&socket_}, kPollInterval)[0]) {
       // Bounded, so liveness checks and the display keep running under a flood of messages.
       for (int i = 0; i < 1024; ++i) {
-        auto received = TryReceive(socket_, /*router=*/true);
+        auto received = TryReceive(socket_, /*router=*/true, kControlLimits);
         if (!received.ok()) return received.status();
         if (!received->has_value()) break;
         Handle(std::move(**received));
@@ -107,16 +116,19 @@ Status Scheduler::Run() {
 
 void Scheduler::Handle(Message message) {
   if (message.routing_id.size() == 0) return;
+  if (!message.over_limit.empty()) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Oversized, message.over_limit);
+  }
   Status valid = VerifyEnvelope(message);
-  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, valid.message());
+  if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, Refusal::Unverified, valid.message());
   if (message.kind() == wire::Body::Join) return HandleJoin(message);
   Member* member = members_.Find(RoutingId(message));
   if (member == nullptr) {
-    return Refuse(message, wire::ErrorCode::Unexpected,
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   std::string(KindName(message.kind())) + " from a process that has not joined");
   }
   if (!member->alive) {
-    return Refuse(message, wire::ErrorCode::Refused,
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Unexpected,
                   member->Describe() + " was declared dead; restart it to rejoin");
   }
   member->last_heard = Clock::now();
@@ -143,6 +155,7 @@ void Scheduler::Handle(Message message) {
       return HandleChunkRequest(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
+      if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;
       member->progress = {p->epoch(),
                           p->clock(),
                           p->samples(),
@@ -159,8 +172,10 @@ void Scheduler::Handle(Message message) {
       return;
     }
     case wire::Body::Done:
+      if (RefuseImplausible(message, CheckDone(*message.body<wire::Done>(), bounds_))) return;
       return HandleDone(*member, message);
     case wire::Body::EvalReport:
+      if (RefuseImplausible(message, CheckEvalReport(*message.body<wire::EvalReport>(), bounds_))) return;
       return HandleEvalReport(*member, message);
     case wire::Body::Goodbye: {
       if (const auto* stats = message.body<wire::Goodbye>()->server_stats()) {
@@ -169,12 +184,19 @@ void Scheduler::Handle(Message message) {
       member->said_goodbye = true;
       return;
     }
-    case wire::Body::Error:
-      HETPS_LOG(WARNING) << member->Describe()
-                         << " reported: " << message.body<wire::Error>()->reason()->str();
+    case wire::Body::Error: {
+      const std::string reason = message.body<wire::Error>()->reason()->str();
+      HETPS_LOG(WARNING) << member->Describe() << " reported: " << reason;
+      // A server that cannot take its shard ends the job now, with its reason, rather than
+      // leaving the trainers to wait for it.
+      if (member->role == wire::Role::Server && phase_ == Phase::kStarting) {
+        member->said_goodbye = true;  // it leaves after saying so
+        BeginShutdown(true, member->Describe() + " cannot hold its shard: " + reason);
+      }
       return;
+    }
     default:
-      return Refuse(message, wire::ErrorCode::Unexpected,
+      return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                     std::string(KindName(message.kind())) + " is not a request the scheduler serves");
   }
 }
@@ -185,22 +207,24 @@ void Scheduler::HandleJoin(const Message& message) {
   Member* member = members_.Find(id);
   if (member == nullptr) {
     if (join->role() != wire::Role::Server && join->role() != wire::Role::Trainer) {
-      return Refuse(message, wire::ErrorCode::Refused, "only servers and trainers can join");
+      return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid,
+                    "only servers and trainers can join");
     }
     if (join->role() == wire::Role::Server &&
         (join->endpoint() == nullptr || join->endpoint()->size() == 0)) {
-      return Refuse(message, wire::ErrorCode::Malformed, "a server must give its data endpoint");
+      return Refuse(message, wire::ErrorCode::Malformed, Refusal::Invalid,
+                    "a server must give its data endpoint");
     }
     const bool is_server = join->role() == wire::Role::Server;
     if (phase_ != Phase::kGathering) {
-      return Refuse(message, wire::ErrorCode::Refused,
+      return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
                     std::string("the job is already running with all of its ") +
                         (is_server ? std::to_string(job_.servers) + " servers"
                                    : std::to_string(job_.trainers) + " trainers"));
     }
     member = members_.Admit(id, join->role());
     if (member == nullptr) {
-      return Refuse(message, wire::ErrorCode::Refused,
+      return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
                     std::string("the job expects ") +
                         (is_server ? std::to_string(job_.servers) + " servers"
                                    : std::to_string(job_.trainers) + " trainers") +
@@ -233,17 +257,24 @@ void Scheduler::HandleJoin(const Message& message) {
 
 void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
   if (member.role != wire::Role::Trainer) {
-    return Refuse(message, wire::ErrorCode::Unexpected, "only trainers register a model");
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "only trainers register a model");
   }
   std::vector<TensorInfo> signature = SignatureFromWire(*message.body<wire::RegisterModel>()->signature());
-  Status status = ValidateSignature(signature);
+  // Checked with overflow-safe arithmetic against the job's limits before anything is built
+  // from it: the first signature decides what every server allocates.
+  Status status = ValidateSignature(signature, job_.max_model_bytes);
+  if (status.ok()) status = CountPartitions(signature, job_.partition_bytes).status();
+  const bool too_large = status.code() == Status::Code::kResourceExhausted;
   if (status.ok() && signature_) status = CompareSignatures(*signature_, signature);
   if (!status.ok()) {
     const std::string reason = member.Describe() + " has a model that " +
-                               (signature_ ? "differs from " + signature_owner_ + "'s: " : "is invalid: ") +
+                               (too_large    ? "is too large: "
+                                : signature_ ? "differs from " + signature_owner_ + "'s: "
+                                             : "is invalid: ") +
                                status.message();
     HETPS_LOG(WARNING) << "refused " << reason;
-    Refuse(message, wire::ErrorCode::Refused, reason);
+    Refuse(message, wire::ErrorCode::Refused, too_large ? Refusal::OverLimit : Refusal::Invalid, reason);
     members_.Remove(member.routing_id);
     return;
   }
@@ -271,6 +302,13 @@ void Scheduler::StartJob() {
   auto map = ShardMap::Build(*signature_, job_.servers, job_.partition_bytes);
   if (!map.ok()) return BeginShutdown(true, "cannot shard the model: " + map.status().message());
   shard_map_ = std::make_unique<ShardMap>(std::move(*map));
+  const size_t map_bytes = BuildShardMap().size();
+  if (map_bytes > kDefaultMaxEnvelopeBytes) {
+    return BeginShutdown(true, "the shard map of " + std::to_string(shard_map_->partitions().size()) +
+                                   " partitions takes " + std::to_string(map_bytes) +
+                                   " bytes, more than a message may (" +
+                                   std::to_string(kDefaultMaxEnvelopeBytes) + "); raise partition_bytes");
+  }
   uint64_t total = 0;
   for (const TensorInfo& t : shard_map_->tensors()) total += static_cast<uint64_t>(t.numel());
   HETPS_LOG(INFO) << "all members present; model " << job_.model << " has " << shard_map_->tensors().size()
@@ -303,21 +341,25 @@ zmq::message_t Scheduler::BuildShardMap() {
   auto servers = fbb.CreateVector(endpoints);
   auto optimizer = OptimizerToWire(fbb, job_.optimizer);
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
-  auto body = wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer,
-                                   ToWire(job_.mode), trainers, members_.epoch(),
-                                   /*max_message_bytes=*/0, job_.staleness, job_.staleness_aware_lr,
-                                   job_.wire_dtype, job_.global_batch_size);
+  auto body =
+      wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode),
+                           trainers, members_.epoch(), job_.max_message_bytes, job_.staleness,
+                           job_.staleness_aware_lr, job_.wire_dtype, job_.global_batch_size);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 
 void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
   const auto* request = message.body<wire::ChunkRequest>();
   if (request->completed() != nullptr) {
+    size_t foreign = 0;
+    uint32_t first_foreign = 0;
     for (uint32_t chunk : *request->completed()) {
-      if (!chunks_.Complete(member.rank, chunk)) {
-        HETPS_LOG(WARNING) << member.Describe() << " reported chunk " << chunk
-                           << " done, which it did not hold";
-      }
+      if (!chunks_.Complete(member.rank, chunk) && foreign++ == 0) first_foreign = chunk;
+    }
+    if (foreign > 0) {
+      HETPS_LOG(WARNING) << member.Describe() << " reported " << foreign
+                         << " chunks done that it did not hold"
+                         << " (the first: " << first_foreign << ")";
     }
   }
   flatbuffers::FlatBufferBuilder fbb(128);
@@ -463,13 +505,21 @@ void Scheduler::SendTo(const std::string& routing_id, zmq::message_t envelope) {
   if (!status.ok()) HETPS_LOG(WARNING) << "message to a member not delivered: " << status.message();
 }
 
-void Scheduler::Refuse(const Message& message, wire::ErrorCode code, const std::string& reason) {
-  ++bad_messages_;
-  const uint64_t seq = VerifyEnvelope(message).ok() ? message.env().seq() : 0;
-  if (bad_messages_ <= 10 || (bad_messages_ & (bad_messages_ - 1)) == 0) {
-    HETPS_LOG(WARNING) << "refused a message (" << bad_messages_ << " so far): " << reason;
+void Scheduler::Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason) {
+  const uint64_t count = refusals_.Add(why);
+  const bool verified = message.envelope.size() > 0 && VerifyEnvelope(message).ok();
+  const uint64_t seq = verified ? message.env().seq() : 0;
+  if (ShouldLogRefusal(count)) {
+    HETPS_LOG(WARNING) << "refused a message from " << DescribePeer(message) << " (" << RefusalName(why)
+                       << ", " << count << " refused so far): " << reason;
   }
   SendTo(RoutingId(message), sender_.MakeError(code, reason, seq));
+}
+
+bool Scheduler::RefuseImplausible(const Message& message, const Status& check) {
+  if (check.ok()) return false;
+  Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid, check.message());
+  return true;
 }
 
 double Scheduler::SecondsSince(Clock::time_point start) const {

@@ -22,12 +22,14 @@
 
 #include "common/job_config.h"
 #include "common/message.h"
+#include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "scheduler/balancer.h"
 #include "scheduler/chunk_queue.h"
 #include "scheduler/membership.h"
 #include "scheduler/progress_display.h"
+#include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
 
 namespace hetps {
@@ -55,6 +57,9 @@ class Scheduler {
   Status Run();
 
   const RunSummary& summary() const { return summary_; }
+
+  // Messages and connections the scheduler itself refused, by reason; readable from any thread.
+  RefusalTally refusals() const { return refusals_.Snapshot(); }
 
  private:
   enum class Phase { kGathering, kStarting, kTraining, kFinishing, kShuttingDown };
@@ -89,7 +94,10 @@ class Scheduler {
   StalenessSummary Staleness(uint64_t* max_clock_gap);
 
   void SendTo(const std::string& routing_id, zmq::message_t envelope);
-  void Refuse(const Message& message, wire::ErrorCode code, const std::string& reason);
+  // Counts a refusal, logs it (sparsely under a flood) and answers the sender with an Error.
+  void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
+  // Refuses `message` when the report it carries is implausible (report_checks.h).
+  bool RefuseImplausible(const Message& message, const Status& check);
   zmq::message_t BuildShardMap();
   double SecondsSince(Clock::time_point start) const;
 
@@ -128,7 +136,8 @@ class Scheduler {
   Clock::time_point shutdown_deadline_{};
   bool failed_ = false;
   std::string failure_;
-  uint64_t bad_messages_ = 0;
+  RefusalCounter refusals_;
+  ReportBounds bounds_;
   RunSummary summary_;
 };
 

@@ -2,6 +2,7 @@
 // the periodic snapshots of eval_interval_samples), and what their reports record. Part of the
 // Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include <algorithm>
+#include <limits>
 
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
@@ -67,11 +68,14 @@ uint64_t Scheduler::SamplesTrained() {
 void Scheduler::MaybeRequestSnapshot() {
   if (job_.eval_interval_samples == 0 || phase_ != Phase::kTraining) return;
   const uint64_t samples = SamplesTrained();
-  if (samples < next_snapshot_ * job_.eval_interval_samples) return;
+  // Multiples of the interval passed so far; computed, not counted up to, so that no report can
+  // make this loop (reports are checked too, report_checks.h).
+  const uint64_t passed = samples / job_.eval_interval_samples;
+  if (passed < next_snapshot_ || passed >= std::numeric_limits<uint32_t>::max()) return;
   Member* evaluator = members_.LowestLiveTrainer();
   if (evaluator == nullptr) return;
   // Several multiples passed at once (a slow report) make one snapshot, not several.
-  while (samples >= next_snapshot_ * job_.eval_interval_samples) ++next_snapshot_;
+  next_snapshot_ = static_cast<uint32_t>(passed) + 1;
   const uint32_t snapshot = next_snapshot_ - 1;
   Evaluation& e = snapshots_[snapshot];
   e.snapshot = snapshot;

@@ -38,11 +38,14 @@ void Scheduler::FillSummary() {
   s.samples_completed = chunks_.completed_samples();
   s.server_details.clear();
   s.weight_version = 0;
+  s.scheduler_refusals = refusals_.Snapshot();
+  s.refusals = s.scheduler_refusals;
   for (Member* m : members_.Members(wire::Role::Server, false)) {
     const ServerCounters& c = m->counters;
     s.server_details.push_back(
-        {m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds});
+        {m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds, c.refusals});
     s.weight_version = std::max(s.weight_version, c.version);
+    s.refusals.Add(c.refusals);
   }
   s.staleness = Staleness(&s.max_clock_gap);
   for (const Evaluation& e : s.evaluations) {

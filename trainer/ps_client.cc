@@ -22,7 +22,12 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
       versions_(map.partitions().size(), 0),
       awaiting_(map.partitions().size(), false),
       outgoing_(map.num_servers()) {
-  for (uint32_t s = 0; s < map.num_servers(); ++s) partitions_of_.push_back(map.PartitionsOf(s));
+  for (uint32_t s = 0; s < map.num_servers(); ++s) {
+    partitions_of_.push_back(map.PartitionsOf(s));
+    // A reply holds at most every partition of its server, as float32, besides the envelope.
+    reply_limits_.push_back(
+        ReceiveLimits{1 + partitions_of_.back().size(), kDefaultMaxEnvelopeBytes + map.BytesOf(s)});
+  }
   for (const PartitionInfo& p : map.partitions()) partitions_of_tensor_[p.tensor].push_back(p.id);
 }
 
@@ -38,7 +43,8 @@ Status PsClient::Connect() {
   for (uint32_t s = 0; s < endpoints_.size(); ++s) {
     SocketOptions options;
     options.router_mandatory = false;
-    options.send_timeout_ms = static_cast<int>(options_.request_timeout.count());
+    options.send_timeout = options_.request_timeout;
+    options.max_message_bytes = options_.max_message_bytes;
     sockets_.push_back(MakeSocket(context_, zmq::socket_type::dealer, options));
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_.back(), endpoints_[s]));
   }
@@ -74,11 +80,11 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
       if (!readable[s]) continue;
       // Drain: a streamed step has several replies in flight per server.
       while (true) {
-        auto received = TryReceive(sockets_[s], /*router=*/false);
+        auto received = TryReceive(sockets_[s], /*router=*/false, reply_limits_[s]);
         if (!received.ok()) return received.status();
         if (!received->has_value()) break;
         const Message& reply = **received;
-        Status valid = VerifyEnvelope(reply);
+        Status valid = reply.over_limit.empty() ? VerifyEnvelope(reply) : Status::Protocol(reply.over_limit);
         if (!valid.ok())
           return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
         if (reply.kind() == wire::Body::Error) {

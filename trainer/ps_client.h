@@ -21,6 +21,7 @@
 #include "common/message.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace hetps {
 
@@ -33,6 +34,9 @@ class PsClient {
     // A streamed step sends a server's ready partitions once they hold at least this many
     // bytes (a larger partition goes alone), so small tensors share a message.
     uint64_t coalesce_bytes = uint64_t{1} << 20;
+    // Largest frame accepted from a server (the shard map's max_message_bytes); a larger one
+    // drops the connection.
+    int64_t max_message_bytes = int64_t{64} << 20;
   };
 
   // What a pull brought back.
@@ -117,6 +121,7 @@ class PsClient {
   Options options_;
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::vector<uint32_t>> partitions_of_;  // per server
+  std::vector<ReceiveLimits> reply_limits_;           // per server
   std::vector<std::vector<uint32_t>> partitions_of_tensor_;
   std::vector<uint64_t> versions_;  // per partition: last version pulled
   std::vector<bool> awaiting_;      // per partition: weights requested

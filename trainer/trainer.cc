@@ -234,6 +234,9 @@ Status Trainer::Session::ConnectToServers() {
   PsClient::Options client_options;
   client_options.request_timeout = job_.request_timeout;
   client_options.wire_dtype = wire_map->wire_dtype();
+  if (wire_map->max_message_bytes() > 0) {
+    client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
+  }
   if (!IsWireFloat(client_options.wire_dtype)) {
     return Status::Protocol(std::string("the shard map asks for weights as ") +
                             DTypeName(client_options.wire_dtype) + ", which cannot travel");

@@ -67,6 +67,8 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.join_timeout_s == 300);
   CATCH_CHECK(o.request_timeout_ms == 120000);
   CATCH_CHECK(o.progress_interval_ms == 1000);
+  CATCH_CHECK(o.max_message_bytes == 64u << 20);
+  CATCH_CHECK(o.max_model_bytes == uint64_t{1} << 30);
 }
 
 // A job file setting every top-level key to a value other than its default.
@@ -88,6 +90,8 @@ optimizer:
   weight_decay: 0.0005
 wire_dtype: bf16
 partition_bytes: 1048576
+max_message_bytes: 2097152
+max_model_bytes: 100000000
 servers: 3
 trainers: 5
 listen: tcp://0.0.0.0:7500
@@ -130,6 +134,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.optimizer.weight_decay == 0.0005);
   CATCH_CHECK(o.wire_dtype == wire::DType::BF16);
   CATCH_CHECK(o.partition_bytes == 1048576);
+  CATCH_CHECK(o.max_message_bytes == 2097152);
+  CATCH_CHECK(o.max_model_bytes == 100000000);
   CATCH_CHECK(o.servers == 3);
   CATCH_CHECK(o.trainers == 5);
   CATCH_CHECK(o.listen == "tcp://0.0.0.0:7500");
@@ -192,6 +198,9 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"trainers: 2.5\n", {"job.yaml:1: trainers", "2.5", "not a whole number"}},
       {"global_batch_size: 12abc\n", {"global_batch_size", "12abc", "not a number"}},
       {"partition_bytes: 2\n", {"partition_bytes", "2", "4..1073741824"}},
+      {"max_message_bytes: 1000\n", {"job.yaml:1: max_message_bytes", "1000", "1048576..1073741824"}},
+      {"max_model_bytes: 2e12\n", {"job.yaml:1: max_model_bytes", "2e12", "4..1099511627776"}},
+      {"request_timeout_ms: 4294967295\n", {"job.yaml:1: request_timeout_ms", "4294967295", "100..86400000"}},
       {"heartbeat_interval_ms: 5\n", {"heartbeat_interval_ms", "5", "10..600000"}},
       {"mode: bsp\n", {"job.yaml:1: mode", "'bsp'", "sync, async, ssp"}},
       {"staleness: 10001\n", {"job.yaml:1: staleness", "10001", "0..10000"}},
@@ -318,6 +327,20 @@ CATCH_TEST_CASE("Fields are checked against each other", "[common][job_config]")
   CATCH_CHECK(ValidateJobOptions(o).ok());
   o.listen.clear();
   CATCH_CHECK(Contains(ValidateJobOptions(o).message(), "listen"));
+}
+
+CATCH_TEST_CASE("A partition larger than a data-plane frame may be is refused at load",
+                "[common][job_config][limits]") {
+  // Servers drop frames over max_message_bytes; such partitions used to stall the job until the
+  // request timeout.
+  RequireRejected("partition_bytes: 134217728\n",
+                  {"job.yaml", "partition_bytes: 134217728", "larger than max_message_bytes (67108864)"});
+  RequireRejected("partition_bytes: 3000000\nmax_message_bytes: 2000000\n",
+                  {"partition_bytes: 3000000", "max_message_bytes (2000000)"});
+  const JobOptions o = ParseOrFail("partition_bytes: 134217728\nmax_message_bytes: 134217728\n");
+  CATCH_CHECK(o.partition_bytes == o.max_message_bytes);
+  // What the scheduler resolves and prints reads back the same.
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(o)).max_message_bytes == 134217728);
 }
 
 CATCH_TEST_CASE("Even batch shares sum to the global batch and differ by at most one",

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -121,7 +122,8 @@ bool Contains(const std::string& text, const std::string& part) {
 
 CATCH_TEST_CASE("Partitions never exceed partition_bytes and tile each tensor exactly",
                 "[common][shard_map]") {
-  const std::vector<TensorInfo> tensors = {Tensor("fc1.weight", {512, 784}), Tensor("fc1.bias", {512}),
+  // Small enough that even 4-byte partitions stay within kMaxPartitions.
+  const std::vector<TensorInfo> tensors = {Tensor("fc1.weight", {512, 196}), Tensor("fc1.bias", {512}),
                                            Tensor("fc2.weight", {10, 512}), Tensor("fc2.bias", {10}),
                                            Tensor("scalar", {})};
   for (uint64_t partition_bytes : {4ull, 7ull, 40ull, 1000ull, 4096ull, 1ull << 20, 4ull << 20}) {
@@ -290,7 +292,13 @@ CATCH_TEST_CASE("FromWire refuses maps that do not tile the tensors or name unkn
     refuse({{0, 0, 4, 0}, {1, 0, 2, 0}}, 2, {"conv.weight", "covers 4 of 8"});
   }
   CATCH_SECTION("a tensor covered beyond its end") {
-    refuse({{0, 0, 4, 0}, {0, 4, 8, 1}, {1, 0, 2, 0}}, 2, {"conv.weight", "covers 12 of 8"});
+    refuse({{0, 0, 4, 0}, {0, 4, 8, 1}, {1, 0, 2, 0}}, 2,
+           {"partition 1", "runs past the end of conv.weight"});
+  }
+  CATCH_SECTION("lengths that wrap around to the tensor's size") {
+    // 4 + (2^64 - 4) + 8 elements wrap to exactly 8: the sum alone would have passed.
+    refuse({{0, 0, 4, 0}, {0, 4, ~uint64_t{0} - 3, 1}, {0, 0, 8, 0}, {1, 0, 2, 0}}, 2,
+           {"partition 1", "runs past the end of conv.weight"});
   }
   CATCH_SECTION("an unknown tensor") {
     refuse({{0, 0, 8, 0}, {1, 0, 2, 0}, {2, 0, 1, 0}}, 2, {"partition 2", "tensor"});
@@ -304,6 +312,41 @@ CATCH_TEST_CASE("FromWire refuses maps that do not tile the tensors or name unkn
   CATCH_SECTION("no servers") {
     refuse({{0, 0, 8, 0}, {1, 0, 2, 0}}, 0, {"no servers"});
   }
+}
+
+CATCH_TEST_CASE("Sizes that overflow or exceed the limits are refused without overflowing",
+                "[common][shard_map][limits]") {
+  // 3 x (2^62 + 1) wraps int64 to a negative count; 2^32 x 2^32 wraps to 0.
+  for (const TensorInfo& t :
+       {Tensor("huge", {3, (int64_t{1} << 62) + 1}), Tensor("zero", {1ll << 32, 1ll << 32})}) {
+    CATCH_CHECK_FALSE(t.CheckedNumel().has_value());
+    CATCH_CHECK(t.numel() == std::numeric_limits<int64_t>::max());
+    const Status status = ValidateSignature({t});
+    CATCH_CHECK(status.code() == Status::Code::kInvalidArgument);
+    CATCH_CHECK(Contains(status.message(), t.name + " ["));
+  }
+  // Elements that fit in int64 whose bytes do not fit in uint64.
+  CATCH_CHECK(Contains(ValidateSignature({Tensor("big", {1ll << 31, 1ll << 31, 8})}).message(),
+                       "more elements than can be counted"));
+  // The sum over tensors is checked too.
+  const Status sum = ValidateSignature({Tensor("a", {1ll << 61}), Tensor("b", {1ll << 61})});
+  CATCH_CHECK(Contains(sum.message(), "b [2305843009213693952]"));
+  // max_model_bytes: bytes of float32 over every tensor.
+  CATCH_CHECK(ValidateSignature({Tensor("a", {256}), Tensor("b", {256})}, 2048).ok());
+  const Status over = ValidateSignature({Tensor("a", {256}), Tensor("b", {257})}, 2048);
+  CATCH_CHECK(over.code() == Status::Code::kResourceExhausted);
+  CATCH_CHECK(
+      Contains(over.message(), "2052 bytes at parameter b [257] float32, more than max_model_bytes (2048)"));
+  CATCH_CHECK(ValidateSignature(std::vector<TensorInfo>(kMaxTensors + 1, Tensor("t", {1}))).code() ==
+              Status::Code::kResourceExhausted);
+  // Partitions are counted before any is built.
+  CATCH_CHECK(*CountPartitions({Tensor("a", {10}), Tensor("b", {4})}, 16) == 4);
+  const auto too_many = CountPartitions({Tensor("w", {static_cast<int64_t>(kMaxPartitions) + 1})}, 4);
+  CATCH_CHECK(too_many.status().code() == Status::Code::kResourceExhausted);
+  CATCH_CHECK(Contains(too_many.status().message(), "raise partition_bytes"));
+  CATCH_CHECK(
+      ShardMap::Build({Tensor("w", {static_cast<int64_t>(kMaxPartitions) + 1})}, 1, 4).status().code() ==
+      Status::Code::kResourceExhausted);
 }
 
 CATCH_TEST_CASE("ValidateSignature names the offending tensor", "[common][shard_map]") {

@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -210,6 +211,76 @@ CATCH_TEST_CASE("Binding a malformed endpoint is an error naming it", "[common][
   CATCH_CHECK(bound.status().message().find("tcp://not an address") != std::string::npos);
   CATCH_CHECK_FALSE(Connect(router, "nonsense://x").ok());
   CATCH_CHECK_FALSE(PollReadable({&router}, std::chrono::milliseconds(10))[0]);
+}
+
+CATCH_TEST_CASE("A message over the receive limits is marked, keeping only its envelope",
+                "[common][transport][limits]") {
+  zmq::context_t context;
+  zmq::socket_t router = MakeSocket(context, zmq::socket_type::router, SocketOptions{});
+  Result<std::string> endpoint = Bind(router, "tcp://127.0.0.1:*");
+  CATCH_REQUIRE(endpoint.ok());
+  zmq::socket_t dealer = MakeSocket(context, zmq::socket_type::dealer, SocketOptions{});
+  CATCH_REQUIRE(Connect(dealer, *endpoint).ok());
+  Sender trainer(wire::Role::Trainer);
+  auto send = [&](size_t frames, size_t frame_bytes) {
+    Message message;
+    message.envelope = trainer.MakeEmpty(wire::Body::Ack);
+    for (size_t i = 0; i < frames; ++i) message.tensors.emplace_back(frame_bytes);
+    CATCH_REQUIRE(Send(dealer, std::move(message)).ok());
+  };
+  const ReceiveLimits limits{3, 4096};
+  auto receive = [&] {
+    CATCH_REQUIRE(PollReadable({&router}, std::chrono::milliseconds(5000))[0]);
+    Result<std::optional<Message>> received = TryReceive(router, true, limits);
+    CATCH_REQUIRE(received.ok());
+    CATCH_REQUIRE(received->has_value());
+    return std::move(**received);
+  };
+
+  send(2, 1000);  // within both limits
+  Message within = receive();
+  CATCH_CHECK(within.over_limit.empty());
+  CATCH_CHECK(within.tensors.size() == 2);
+  // ZeroMQ tells where the connection comes from.
+  CATCH_CHECK(within.peer_address == "127.0.0.1");
+  CATCH_CHECK(within.user_id.empty());
+
+  send(10, 8);  // too many frames
+  Message many = receive();
+  CATCH_CHECK(many.over_limit == "a message of 11 frames and " + std::to_string(many.envelope.size() + 80) +
+                                     " bytes is over the limit (more than 3 frames)");
+  CATCH_CHECK(many.tensors.empty());
+  CATCH_REQUIRE(VerifyEnvelope(many).ok());
+  CATCH_CHECK(many.kind() == wire::Body::Ack);
+
+  send(2, 3000);  // too many bytes
+  Message large = receive();
+  CATCH_CHECK(large.over_limit.find("(more than 4096 bytes)") != std::string::npos);
+  CATCH_CHECK(large.tensors.empty());
+
+  // The socket goes on delivering whole messages after refused ones.
+  send(1, 16);
+  Message next = receive();
+  CATCH_CHECK(next.over_limit.empty());
+  CATCH_CHECK(next.tensors.size() == 1);
+}
+
+CATCH_TEST_CASE("A send timeout longer than ZeroMQ can express saturates instead of meaning never",
+                "[common][transport][limits]") {
+  zmq::context_t context;
+  SocketOptions options;
+  // The longest request_timeout_ms a job file once allowed; as an int it wraps to -1: never.
+  options.send_timeout = std::chrono::milliseconds(std::numeric_limits<uint32_t>::max());
+  options.send_hwm = 7;
+  options.receive_hwm = 9;
+  zmq::socket_t dealer = MakeSocket(context, zmq::socket_type::dealer, options);
+  CATCH_CHECK(dealer.get(zmq::sockopt::sndtimeo) == std::numeric_limits<int>::max());
+  CATCH_CHECK(dealer.get(zmq::sockopt::sndhwm) == 7);
+  CATCH_CHECK(dealer.get(zmq::sockopt::rcvhwm) == 9);
+  options.send_timeout = std::chrono::milliseconds(1500);
+  CATCH_CHECK(MakeSocket(context, zmq::socket_type::dealer, options).get(zmq::sockopt::sndtimeo) == 1500);
+  options.send_timeout = std::chrono::milliseconds(-1);
+  CATCH_CHECK(MakeSocket(context, zmq::socket_type::dealer, options).get(zmq::sockopt::sndtimeo) == -1);
 }
 
 }  // namespace

@@ -100,6 +100,11 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
     endpoints[server->rank()] = server->endpoint()->str();
   }
   client_options.wire_dtype = wire_map->wire_dtype();  // as the job says, like a real trainer
+  max_message_bytes_ = wire_map->max_message_bytes();
+  if (wire_map->max_message_bytes() > 0) {
+    client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
+  }
+  endpoints_ = endpoints;
   client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
   return client_->Connect();
 }

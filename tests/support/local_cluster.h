@@ -74,6 +74,9 @@ class ScriptedTrainer {
   const ShardMap& map() const { return *map_; }
   uint32_t rank() const { return sender_.rank(); }
   ControlChannel& control() { return *control_; }
+  // The shard map's max_message_bytes as received, and server `s`'s data endpoint.
+  uint64_t max_message_bytes() const { return max_message_bytes_; }
+  const std::string& client_endpoint(uint32_t s) const { return endpoints_[s]; }
   // Closes every connection as a crashed process would: no heartbeat, no goodbye. Nothing else
   // may be called afterwards.
   void Vanish();
@@ -85,6 +88,8 @@ class ScriptedTrainer {
   std::unique_ptr<ControlChannel> control_;
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<PsClient> client_;
+  uint64_t max_message_bytes_ = 0;
+  std::vector<std::string> endpoints_;
 };
 
 }  // namespace hetps::testing

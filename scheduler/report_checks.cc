@@ -1,0 +1,63 @@
+#include "scheduler/report_checks.h"
+
+#include <cmath>
+#include <string>
+
+namespace hetps {
+namespace {
+
+Status Implausible(const char* what, const std::string& value, const std::string& allowed) {
+  return Status::InvalidArgument(std::string(what) + " " + value + " is implausible for this job; allowed " +
+                                 allowed);
+}
+
+Status CheckCount(const char* what, uint64_t value, uint64_t max) {
+  if (value <= max) return Status::Ok();
+  return Implausible(what, std::to_string(value), "0.." + std::to_string(max));
+}
+
+Status CheckRate(const char* what, double value) {
+  if (std::isfinite(value) && value >= 0) return Status::Ok();
+  return Implausible(what, std::to_string(value), "a finite number >= 0");
+}
+
+}  // namespace
+
+ReportBounds BoundsOf(const JobOptions& job, uint64_t samples_per_epoch) {
+  ReportBounds bounds;
+  bounds.epochs = job.epochs;
+  bounds.samples_per_epoch = samples_per_epoch;
+  bounds.global_batch_size = job.global_batch_size;
+  return bounds;
+}
+
+Status CheckProgress(const wire::Progress& p, const ReportBounds& bounds) {
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.epoch", p.epoch(), bounds.epochs));
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.samples", p.samples(), bounds.max_samples()));
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.clock", p.clock(), bounds.max_clock()));
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.batch_size", p.batch_size(), bounds.global_batch_size));
+  HETPS_RETURN_IF_ERROR(CheckRate("Progress.samples_per_second", p.samples_per_second()));
+  HETPS_RETURN_IF_ERROR(CheckRate("Progress.compute_samples_per_second", p.compute_samples_per_second()));
+  // The balancer's inputs: samples and steps timed since the last report, and their seconds.
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_samples", p.timed_samples(), bounds.max_samples()));
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_steps", p.timed_steps(), bounds.max_clock()));
+  HETPS_RETURN_IF_ERROR(CheckRate("Progress.timed_seconds", p.timed_seconds()));
+  // The loss may be NaN or infinite: a diverging model reports it honestly.
+  return Status::Ok();
+}
+
+Status CheckDone(const wire::Done& done, const ReportBounds& bounds) {
+  HETPS_RETURN_IF_ERROR(CheckCount("Done.samples", done.samples(), bounds.max_samples()));
+  return CheckCount("Done.clock", done.clock(), bounds.max_clock());
+}
+
+Status CheckEvalReport(const wire::EvalReport& report, const ReportBounds& bounds) {
+  HETPS_RETURN_IF_ERROR(CheckCount("EvalReport.epoch", report.epoch(), bounds.epochs));
+  const double accuracy = report.test_accuracy();
+  if (!(accuracy >= 0 && accuracy <= 1)) {
+    return Implausible("EvalReport.test_accuracy", std::to_string(accuracy), "0..1");
+  }
+  return Status::Ok();
+}
+
+}  // namespace hetps

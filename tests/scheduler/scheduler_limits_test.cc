@@ -1,0 +1,160 @@
+// The scheduler against hostile reports and models, through real sockets on 127.0.0.1: a model
+// whose size overflows or exceeds max_model_bytes is refused before anything is allocated, an
+// absurd progress counter is refused instead of sending the snapshot loop round forever, and a
+// server that cannot take the job's partitions ends the job at once with a clear reason.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <future>
+
+#include "common/transport.h"
+#include "tests/support/local_cluster.h"
+
+namespace hetps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::vector<TensorInfo> kModel = {{"w", {4, 4}, wire::DType::F32}, {"b", {4}, wire::DType::F32}};
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Sends `message` over the trainer's control channel, then asks for a chunk: the refusal of
+// `message` (if any) arrives before the grant, as the scheduler handles a connection in order.
+// Returns the refusal's reason, or "" when there was none; fails the test when no grant comes.
+std::string SendThenAskForChunk(testing::ScriptedTrainer& trainer, Sender& sender, zmq::message_t message) {
+  ControlChannel& control = trainer.control();
+  CATCH_REQUIRE(control.Send(std::move(message)).ok());
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateChunkRequestDirect(fbb, 0, nullptr);
+  CATCH_REQUIRE(control.Send(sender.Seal(fbb, wire::Body::ChunkRequest, body.Union())).ok());
+  std::string refusal;
+  for (const auto start = Clock::now(); SecondsSince(start) < 5;) {
+    control.WaitForInbox(milliseconds(50));
+    CATCH_REQUIRE(control.Check().ok());
+    while (auto queued = control.TakeInbox()) {
+      if (queued->kind() == wire::Body::Error) refusal = queued->body<wire::Error>()->reason()->str();
+      if (queued->kind() == wire::Body::ChunkGrant) return refusal;
+    }
+  }
+  CATCH_FAIL("no chunk grant within 5 s");
+  return refusal;
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("A model whose size overflows or exceeds max_model_bytes is refused and the job goes on",
+                "[scheduler][limits]") {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  job.max_model_bytes = 64 << 20;
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+
+  struct Case {
+    std::vector<TensorInfo> model;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      // 3 x (2^62 + 1) elements wraps int64 to a negative count.
+      {{{"huge", {3, (int64_t{1} << 62) + 1}, wire::DType::F32}}, "more elements than can be counted"},
+      // 2^40 elements do fit in int64 but are 4 TiB: every server would have died allocating.
+      {{{"w", {1 << 20, 1 << 20}, wire::DType::F32}}, "more than max_model_bytes (67108864)"},
+      // Many tensors small enough each, too large together.
+      {{{"a", {1 << 22}, wire::DType::F32},
+        {"b", {1 << 22}, wire::DType::F32},
+        {"c", {1 << 22}, wire::DType::F32},
+        {"d", {1 << 22}, wire::DType::F32},
+        {"e", {1, 1}, wire::DType::F32}},
+       "at parameter e [1, 1] float32"},
+  };
+  for (const Case& c : cases) {
+    testing::ScriptedTrainer hostile(cluster.context(), cluster.scheduler_endpoint());
+    Status refused = hostile.Setup(c.model);
+    CATCH_INFO(refused.ToString());
+    CATCH_REQUIRE_FALSE(refused.ok());
+    CATCH_CHECK(Contains(refused.message(), c.expected));
+  }
+
+  // The job then starts with an ordinary trainer, and its server works.
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  Status setup = trainer.Setup(kModel);
+  CATCH_INFO(setup.ToString());
+  CATCH_REQUIRE(setup.ok());
+  CATCH_CHECK(trainer.max_message_bytes() == job.max_message_bytes);
+  std::vector<float> w(16, 1.0f), b(4, 2.0f);
+  auto owner = std::make_shared<int>(0);
+  CATCH_REQUIRE(trainer.client().InitWeights({w.data(), b.data()}, owner).ok());
+  auto pulled = trainer.client().Pull(0, false, {w.data(), b.data()});
+  CATCH_INFO(pulled.status().ToString());
+  CATCH_CHECK(pulled.ok());
+  CATCH_CHECK(cluster.Stop().code() != Status::Code::kTimeout);
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::OverLimit) == 2);
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 1);
+}
+
+CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps answering",
+                "[scheduler][limits]") {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  job.eval_interval_samples = 1000;
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  CATCH_REQUIRE(trainer.Setup(kModel).ok());
+
+  Sender sender(wire::Role::Trainer);
+  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1) {
+    flatbuffers::FlatBufferBuilder fbb(128);
+    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds);
+    return sender.Seal(fbb, wire::Body::Progress, body.Union());
+  };
+  // Past 2^32 snapshots of 1000 samples, the snapshot counter used to wrap and loop forever.
+  const auto start = Clock::now();
+  std::string refusal = SendThenAskForChunk(trainer, sender, progress((uint64_t{1} << 32) * 1000 + 5, 100));
+  CATCH_CHECK(Contains(refusal, "Progress.samples 4294967296005 is implausible for this job"));
+  CATCH_CHECK(SecondsSince(start) < 5);
+  refusal = SendThenAskForChunk(trainer, sender, progress(64, -1.0));
+  CATCH_CHECK(Contains(refusal, "Progress.samples_per_second"));
+  // A NaN time would poison the balancer's speed estimate.
+  refusal = SendThenAskForChunk(trainer, sender, progress(64, 100, std::nan("")));
+  CATCH_CHECK(Contains(refusal, "Progress.timed_seconds"));
+  // An honest report is taken without complaint.
+  CATCH_CHECK(SendThenAskForChunk(trainer, sender, progress(64, 100)).empty());
+  cluster.Stop();
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 3);
+}
+
+CATCH_TEST_CASE("A server whose frame limit is below the job's partitions ends the job at once, naming it",
+                "[scheduler][limits]") {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  // Long enough that only the server's own report can end the job in time.
+  job.heartbeat_timeout_ms = 30000;
+  job.partition_bytes = 2 << 20;
+  job.max_message_bytes = 4 << 20;
+  ServerOptions server_options;
+  server_options.max_message_bytes = 1 << 20;
+  testing::LocalCluster cluster(job, server_options);
+  CATCH_REQUIRE(cluster.Start().ok());
+  const auto start = Clock::now();
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  Status setup = trainer.Setup({{"w", {1024, 1024}, wire::DType::F32}});
+  CATCH_CHECK_FALSE(setup.ok());
+  Status status = cluster.WaitForJob(seconds(20));
+  CATCH_INFO(status.ToString());
+  CATCH_REQUIRE_FALSE(status.ok());
+  CATCH_CHECK(Contains(status.message(), "server 0"));
+  CATCH_CHECK(Contains(status.message(), "the job's partitions reach 2097152 bytes"));
+  CATCH_CHECK(Contains(status.message(), "--max-message-bytes (1048576)"));
+  // At once, not after a heartbeat timeout or a trainer's request timeout (the scheduler then
+  // waits 5 s for goodbyes, which the failed server does not send).
+  CATCH_CHECK(SecondsSince(start) < 10);
+}
+
+}  // namespace hetps
