@@ -30,7 +30,7 @@ for t in trainers:
     assert t["samples"] > 0 and t["samples_per_second"] > 0, t
     assert set(t["step_ms"]) == {"compute", "device_to_host", "wire", "host_to_device"}, t
     assert t["step_ms"]["compute"] > 0, t
-assert 0.3 < f["job"]["final_test_accuracy"] <= 1, f["job"]
+assert 0.2 < f["job"]["final_test_accuracy"] <= 1, f["job"]  # twice chance: it trained
 for bench in ("overhead", "pushpull"):
     assert f[bench] and all(math.isfinite(c["ratio"]) and c["ratio"] > 0 for c in f[bench]), f[bench]
 print("gpu_check_test: gpu_check.json holds every figure")
