@@ -125,6 +125,7 @@ Status Server::HandleControl(Message message) {
       if (body->trainers() != nullptr) live.assign(body->trainers()->begin(), body->trainers()->end());
       HETPS_LOG(INFO) << "membership epoch " << body->membership_epoch() << ": " << live.size()
                       << " live trainers";
+      identities_.Set(body->identities());
       if (shard_) {
         shard_->SetLiveTrainers(live);
         // Pulls from trainers that left will never be collected.
@@ -177,6 +178,7 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
         std::to_string(wire_map.max_message_bytes()) + ")");
   }
   map_ = std::make_unique<ShardMap>(std::move(*map));
+  identities_.Set(wire_map.identities());
   Shard::Options shard_options;
   shard_options.mode = FromWire(wire_map.mode());
   shard_options.staleness = wire_map.staleness();
@@ -232,7 +234,12 @@ void Server::HandleData(Message message) {
     return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   "this server has no shard map yet; the job has not started");
   }
-  const uint32_t trainer = env.sender();
+  // The trainer is who its connection says, never just what its envelope claims.
+  Result<uint32_t> identified = identities_.Identify(message);
+  if (!identified.ok()) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Impostor, identified.status().message());
+  }
+  const uint32_t trainer = *identified;
   // The tensor frames stay alive, and are read in place, until the last task reading them ran.
   auto frames = std::make_shared<const std::vector<zmq::message_t>>(std::move(message.tensors));
   switch (message.kind()) {
@@ -364,10 +371,10 @@ Server::Counters Server::PublishedStats() const {
 zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye) {
   flatbuffers::FlatBufferBuilder fbb(128);
   const Shard::Stats& stats = counters.shard;
-  auto server_stats = wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls,
-                                              counters.refusals.total(), stats.rounds,
-                                              fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
-                                              stats.max_clock_gap, counters.refusals.ToWire(fbb));
+  auto server_stats =
+      wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(),
+                              stats.rounds, fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
+                              stats.max_clock_gap, counters.refusals.ToWire(fbb));
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

@@ -26,6 +26,7 @@
 #include "common/status.h"
 #include "common/transport.h"
 #include "ps/shard.h"
+#include "ps/trainer_identities.h"
 
 namespace hetps {
 
@@ -114,7 +115,8 @@ class Server {
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<Shard> shard_;
   std::deque<PendingPull> pending_;
-  ReceiveLimits data_limits_;  // what one message from a trainer may hold, set by the shard map
+  TrainerIdentities identities_;  // which connection is which trainer, as the scheduler says
+  ReceiveLimits data_limits_;     // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;
   uint64_t pulls_answered_ = 0;
   std::chrono::steady_clock::time_point stats_published_{};

@@ -1,9 +1,26 @@
 #include "scheduler/membership.h"
 
 #include <algorithm>
+#include <random>
 #include <set>
 
 namespace hetps {
+namespace {
+
+// 128 random bits as 32 hex digits. A trainer's data sockets take it as their routing id, and the
+// servers take data-plane messages as that trainer's only over a connection with it.
+std::string NewDataToken() {
+  std::random_device device;
+  static const char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (int word = 0; word < 4; ++word) {
+    uint32_t bits = device();
+    for (int digit = 0; digit < 8; ++digit, bits >>= 4) token += kHex[bits & 15];
+  }
+  return token;
+}
+
+}  // namespace
 
 ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   ServerCounters c;
@@ -52,6 +69,7 @@ Member* Membership::Admit(const std::string& routing_id, wire::Role role) {
   member.role = role;
   member.rank = rank;
   member.last_heard = Member::Clock::now();
+  if (role == wire::Role::Trainer) member.data_token = NewDataToken();
   return &member;
 }
 

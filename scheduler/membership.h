@@ -52,8 +52,10 @@ struct Member {
   uint32_t rank = 0;
   std::string host;
   uint32_t pid = 0;
-  std::string endpoint;  // servers
-  std::string device;    // trainers
+  std::string endpoint;    // servers
+  std::string device;      // trainers
+  std::string data_token;  // trainers: the routing id of their data-plane sockets (secret)
+  std::string key_name;    // CURVE: the name of the key the member joined with; empty without
   Clock::time_point last_heard;
   bool alive = true;
   bool registered = false;  // trainer: model signature accepted
@@ -74,7 +76,8 @@ class Membership {
       : expected_servers_(servers), expected_trainers_(trainers) {}
 
   Member* Find(const std::string& routing_id);
-  // Admits a new member of `role` at the lowest free rank; nullptr when the role is full.
+  // Admits a new member of `role` at the lowest free rank, a trainer with a fresh data token;
+  // nullptr when the role is full.
   Member* Admit(const std::string& routing_id, wire::Role role);
   // Forgets a member (e.g. refused model signature) so its rank can be taken again.
   void Remove(const std::string& routing_id);

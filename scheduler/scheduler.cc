@@ -127,6 +127,9 @@ void Scheduler::Handle(Message message) {
     return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   std::string(KindName(message.kind())) + " from a process that has not joined");
   }
+  if (const std::string impostor = ImpostorReason(*member, message); !impostor.empty()) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Impostor, impostor);
+  }
   if (!member->alive) {
     return Refuse(message, wire::ErrorCode::Refused, Refusal::Unexpected,
                   member->Describe() + " was declared dead; restart it to rejoin");
@@ -230,12 +233,15 @@ void Scheduler::HandleJoin(const Message& message) {
                                    : std::to_string(job_.trainers) + " trainers") +
                         " and has them all");
     }
+    member->key_name = message.user_id;  // with CURVE, the member is its key from now on
     member->host = join->host() ? join->host()->str() : "";
     member->pid = join->pid();
     member->endpoint = join->endpoint() ? join->endpoint()->str() : "";
     member->device = join->device() ? join->device()->str() : "";
     HETPS_LOG(INFO) << member->Describe() << " joined"
                     << (member->endpoint.empty() ? "" : " serving on " + member->endpoint);
+  } else if (const std::string impostor = ImpostorReason(*member, message); !impostor.empty()) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Impostor, impostor);
   }
   member->last_heard = Clock::now();
   flatbuffers::FlatBufferBuilder fbb(512);
@@ -248,8 +254,9 @@ void Scheduler::HandleJoin(const Message& message) {
                                                job_.progress_interval_ms, job_.request_timeout_ms);
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
+  auto token = member->data_token.empty() ? 0 : fbb.CreateString(member->data_token);
   auto body = wire::CreateJoinAccepted(fbb, member->rank, job_.heartbeat_interval_ms, scheduler_timeout_ms,
-                                       trainer_job);
+                                       trainer_job, token);
   SendTo(id, sender_.Seal(fbb, wire::Body::JoinAccepted, body.Union()));
   // The last server may join after every trainer has registered.
   if (member->role == wire::Role::Server) MaybeStartJob();
@@ -284,7 +291,8 @@ void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
   }
   if (member.registered) {
     // A repeated registration (the trainer resent it): answer with the map if the job runs.
-    if (phase_ == Phase::kTraining || phase_ == Phase::kFinishing) SendTo(member.routing_id, BuildShardMap());
+    if (phase_ == Phase::kTraining || phase_ == Phase::kFinishing)
+      SendTo(member.routing_id, BuildShardMap(/*for_servers=*/false));
     return;
   }
   member.registered = true;
@@ -302,7 +310,7 @@ void Scheduler::StartJob() {
   auto map = ShardMap::Build(*signature_, job_.servers, job_.partition_bytes);
   if (!map.ok()) return BeginShutdown(true, "cannot shard the model: " + map.status().message());
   shard_map_ = std::make_unique<ShardMap>(std::move(*map));
-  const size_t map_bytes = BuildShardMap().size();
+  const size_t map_bytes = BuildShardMap(/*for_servers=*/true).size();
   if (map_bytes > kDefaultMaxEnvelopeBytes) {
     return BeginShutdown(true, "the shard map of " + std::to_string(shard_map_->partitions().size()) +
                                    " partitions takes " + std::to_string(map_bytes) +
@@ -316,7 +324,7 @@ void Scheduler::StartJob() {
                   << " partitions";
   phase_ = Phase::kStarting;
   for (Member* server : members_.Members(wire::Role::Server)) {
-    SendTo(server->routing_id, BuildShardMap());
+    SendTo(server->routing_id, BuildShardMap(/*for_servers=*/true));
   }
 }
 
@@ -326,11 +334,11 @@ void Scheduler::StartTraining() {
   HETPS_LOG(INFO) << "every server holds its shard; training starts (" << ModeName(job_.mode) << ", "
                   << job_.epochs << " epochs of " << chunks_.samples() << " samples)";
   for (Member* trainer : members_.Members(wire::Role::Trainer)) {
-    SendTo(trainer->routing_id, BuildShardMap());
+    SendTo(trainer->routing_id, BuildShardMap(/*for_servers=*/false));
   }
 }
 
-zmq::message_t Scheduler::BuildShardMap() {
+zmq::message_t Scheduler::BuildShardMap(bool for_servers) {
   flatbuffers::FlatBufferBuilder fbb(4096);
   std::vector<flatbuffers::Offset<wire::ServerEndpoint>> endpoints;
   for (Member* server : members_.Members(wire::Role::Server, /*live_only=*/false)) {
@@ -341,10 +349,11 @@ zmq::message_t Scheduler::BuildShardMap() {
   auto servers = fbb.CreateVector(endpoints);
   auto optimizer = OptimizerToWire(fbb, job_.optimizer);
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
+  auto identities = for_servers ? TrainerIdentities(fbb) : 0;
   auto body =
       wire::CreateShardMap(fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode),
                            trainers, members_.epoch(), job_.max_message_bytes, job_.staleness,
-                           job_.staleness_aware_lr, job_.wire_dtype, job_.global_batch_size);
+                           job_.staleness_aware_lr, job_.wire_dtype, job_.global_batch_size, identities);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 
@@ -470,7 +479,8 @@ void Scheduler::BroadcastMembership() {
     for (Member* m : members_.Members(role)) {
       flatbuffers::FlatBufferBuilder fbb(128);
       auto ranks = members_.LiveTrainerRanks();
-      auto body = wire::CreateMembershipDirect(fbb, members_.epoch(), &ranks);
+      auto identities = role == wire::Role::Server ? TrainerIdentities(fbb) : 0;
+      auto body = wire::CreateMembership(fbb, members_.epoch(), fbb.CreateVector(ranks), identities);
       SendTo(m->routing_id, sender_.Seal(fbb, wire::Body::Membership, body.Union()));
     }
   }

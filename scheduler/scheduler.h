@@ -93,12 +93,20 @@ class Scheduler {
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
 
+  // Identities (scheduler_identity.cc). ImpostorReason: why `message` may not come from
+  // `member` (a CURVE key other than the one it joined with), or "" when it may.
+  std::string ImpostorReason(const Member& member, const Message& message) const;
+  // The live trainers' identities, for servers (ShardMap and Membership).
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TrainerIdentity>>> TrainerIdentities(
+      flatbuffers::FlatBufferBuilder& fbb);
+
   void SendTo(const std::string& routing_id, zmq::message_t envelope);
   // Counts a refusal, logs it (sparsely under a flood) and answers the sender with an Error.
   void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
   // Refuses `message` when the report it carries is implausible (report_checks.h).
   bool RefuseImplausible(const Message& message, const Status& check);
-  zmq::message_t BuildShardMap();
+  // The shard map; for servers with the trainers' identities, which trainers never see.
+  zmq::message_t BuildShardMap(bool for_servers);
   double SecondsSince(Clock::time_point start) const;
 
   zmq::context_t& context_;

@@ -17,6 +17,11 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   info.eval_batch_size = std::max<uint32_t>(job->eval_batch_size(), 1);
   info.progress_interval = std::chrono::milliseconds(job->progress_interval_ms());
   info.request_timeout = std::chrono::milliseconds(job->request_timeout_ms());
+  const auto* token = accepted.body<wire::JoinAccepted>()->data_token();
+  if (token == nullptr || token->size() == 0) {
+    return Status::Protocol("the scheduler admitted this trainer without a data token");
+  }
+  info.data_token = token->str();
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
   }

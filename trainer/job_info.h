@@ -22,6 +22,7 @@ struct JobInfo {
   uint32_t eval_batch_size = 1000;
   std::chrono::milliseconds progress_interval{1000};
   std::chrono::milliseconds request_timeout{120000};
+  std::string data_token;  // the routing id of its sockets to the servers (JoinAccepted)
 };
 
 // The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or

@@ -45,6 +45,7 @@ Status PsClient::Connect() {
     options.router_mandatory = false;
     options.send_timeout = options_.request_timeout;
     options.max_message_bytes = options_.max_message_bytes;
+    options.routing_id = options_.routing_id;
     sockets_.push_back(MakeSocket(context_, zmq::socket_type::dealer, options));
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_.back(), endpoints_[s]));
   }

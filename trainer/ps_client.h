@@ -37,6 +37,9 @@ class PsClient {
     // Largest frame accepted from a server (the shard map's max_message_bytes); a larger one
     // drops the connection.
     int64_t max_message_bytes = int64_t{64} << 20;
+    // The routing id of the sockets to the servers: the data token the scheduler gave this
+    // trainer, by which the servers recognise it. Empty: one ZeroMQ makes up (servers refuse it).
+    std::string routing_id;
   };
 
   // What a pull brought back.

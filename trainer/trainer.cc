@@ -233,6 +233,7 @@ Status Trainer::Session::ConnectToServers() {
   }
   PsClient::Options client_options;
   client_options.request_timeout = job_.request_timeout;
+  client_options.routing_id = job_.data_token;
   client_options.wire_dtype = wire_map->wire_dtype();
   if (wire_map->max_message_bytes() > 0) {
     client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());

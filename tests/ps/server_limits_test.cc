@@ -40,21 +40,41 @@ struct TwoTrainerJob {
   std::vector<std::unique_ptr<testing::ScriptedTrainer>> trainers;
 };
 
-// A connection of the test's own to the server, speaking as trainer `rank`.
+// A connection of the test's own to the server, speaking as `trainer` with its data token (the
+// trainer's own connections closed), or with no token at all.
 class RawTrainer {
  public:
-  RawTrainer(zmq::context_t& context, const std::string& endpoint, uint32_t rank)
+  RawTrainer(zmq::context_t& context, const std::string& endpoint, const testing::ScriptedTrainer* trainer)
       : sender_(wire::Role::Trainer) {
     SocketOptions options;
     options.router_mandatory = false;
-    socket_ = MakeSocket(context, zmq::socket_type::dealer, options);
-    CATCH_REQUIRE(Connect(socket_, endpoint).ok());
-    sender_.set_rank(rank);
+    options.linger_ms = 0;
+    if (trainer != nullptr) {
+      options.routing_id = trainer->data_token();
+      sender_.set_rank(trainer->rank());
+    }
+    // A server admits one connection per token: until it has seen the trainer's own connection
+    // close, it ignores this one. An empty pull is answered at once once it is admitted.
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      socket_ = MakeSocket(context, zmq::socket_type::dealer, options);
+      CATCH_REQUIRE(Connect(socket_, endpoint).ok());
+      if (trainer == nullptr) return;
+      SendPull(0, {}, /*latest=*/true);
+      if (PollReadable({&socket_}, milliseconds(500))[0]) {
+        auto reply = TryReceive(socket_, false);
+        CATCH_REQUIRE(reply.ok());
+        CATCH_REQUIRE(reply->has_value());
+        CATCH_REQUIRE(VerifyEnvelope(**reply).ok());
+        CATCH_REQUIRE((*reply)->kind() == wire::Body::Weights);
+        return;
+      }
+    }
+    CATCH_FAIL("the server never admitted a connection with trainer " << trainer->rank() << "'s token");
   }
 
-  void SendPull(uint64_t clock, const std::vector<uint32_t>& partitions) {
+  void SendPull(uint64_t clock, const std::vector<uint32_t>& partitions, bool latest = false) {
     flatbuffers::FlatBufferBuilder fbb(128);
-    auto body = wire::CreatePullDirect(fbb, clock, false, &partitions);
+    auto body = wire::CreatePullDirect(fbb, clock, latest, &partitions);
     Message message;
     message.envelope = sender_.Seal(fbb, wire::Body::Pull, body.Union());
     CATCH_REQUIRE(Send(socket_, std::move(message)).ok());
@@ -95,7 +115,8 @@ CATCH_TEST_CASE("A trainer cannot keep more pulls waiting than the server has pa
   TwoTrainerJob job;
   const ShardMap& map = job.trainers[0]->map();
   std::vector<uint32_t> all = map.PartitionsOf(0);
-  RawTrainer raw(job.cluster.context(), job.trainers[0]->client_endpoint(0), job.trainers[0]->rank());
+  job.trainers[0]->CloseClient();
+  RawTrainer raw(job.cluster.context(), job.trainers[0]->client_endpoint(0), job.trainers[0].get());
   // Round 5 is far away: each pull waits. The server keeps partitions + 2 of them.
   const size_t kept = all.size() + 2;
   for (size_t i = 0; i < kept + 3; ++i) raw.SendPull(5, all);
@@ -109,7 +130,8 @@ CATCH_TEST_CASE("A message of more frames or bytes than a trainer may send is re
                 "[ps][server][limits]") {
   TwoTrainerJob job;
   const std::vector<uint32_t> all = job.trainers[0]->map().PartitionsOf(0);
-  RawTrainer raw(job.cluster.context(), job.trainers[0]->client_endpoint(0), job.trainers[0]->rank());
+  // Checked before the sender is identified: any connection may be refused as oversized.
+  RawTrainer raw(job.cluster.context(), job.trainers[0]->client_endpoint(0), nullptr);
   // One frame per partition of the server is the most a message carries.
   raw.SendInit(all, std::vector<size_t>(all.size() + 1, 4));
   // Its bytes are at most the server's share of the model besides the largest envelope.
@@ -119,12 +141,12 @@ CATCH_TEST_CASE("A message of more frames or bytes than a trainer may send is re
   CATCH_CHECK(Contains(refused[0], "more than " + std::to_string(all.size() + 1) + " frames"));
   CATCH_CHECK(Contains(refused[1], "bytes)"));
   CATCH_CHECK(job.cluster.server(0).refusals().of(Refusal::Oversized) == 2);
-  // Refused whole: nothing was stored, and the real trainer's initial weights still win.
+  // Refused whole: nothing was stored, and a trainer's initial weights still win.
   std::vector<float> w(16, 1.5f), b(4, -1.0f);
   auto owner = std::make_shared<int>(0);
-  CATCH_REQUIRE(job.trainers[0]->client().InitWeights({w.data(), b.data()}, owner).ok());
+  CATCH_REQUIRE(job.trainers[1]->client().InitWeights({w.data(), b.data()}, owner).ok());
   std::vector<float> w_back(16), b_back(4);
-  auto pulled = job.trainers[0]->client().Pull(0, /*latest=*/true, {w_back.data(), b_back.data()});
+  auto pulled = job.trainers[1]->client().Pull(0, /*latest=*/true, {w_back.data(), b_back.data()});
   CATCH_REQUIRE(pulled.ok());
   CATCH_CHECK(w_back == w);
   CATCH_CHECK(b_back == b);

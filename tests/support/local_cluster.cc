@@ -86,6 +86,7 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
   info.device = "cpu";
   auto accepted = control_->Join(info);
   if (!accepted.ok()) return accepted.status();
+  if (const auto* token = accepted->body<wire::JoinAccepted>()->data_token()) data_token_ = token->str();
   flatbuffers::FlatBufferBuilder fbb(1024);
   auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, signature));
   auto reply = control_->Request(sender_.Seal(fbb, wire::Body::RegisterModel, body.Union()),
@@ -105,6 +106,7 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
     client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
   }
   endpoints_ = endpoints;
+  client_options.routing_id = data_token_;
   client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
   return client_->Connect();
 }

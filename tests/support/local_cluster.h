@@ -77,6 +77,11 @@ class ScriptedTrainer {
   // The shard map's max_message_bytes as received, and server `s`'s data endpoint.
   uint64_t max_message_bytes() const { return max_message_bytes_; }
   const std::string& client_endpoint(uint32_t s) const { return endpoints_[s]; }
+  // The data token the scheduler gave this trainer (its data sockets' routing id).
+  const std::string& data_token() const { return data_token_; }
+  // Closes the data-plane connections (client() is gone), so that a test may speak for this
+  // trainer over connections of its own: a server admits one connection per token at a time.
+  void CloseClient() { client_.reset(); }
   // Closes every connection as a crashed process would: no heartbeat, no goodbye. Nothing else
   // may be called afterwards.
   void Vanish();
@@ -90,6 +95,7 @@ class ScriptedTrainer {
   std::unique_ptr<PsClient> client_;
   uint64_t max_message_bytes_ = 0;
   std::vector<std::string> endpoints_;
+  std::string data_token_;
 };
 
 }  // namespace hetps::testing
