@@ -11,7 +11,8 @@
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE
 # Trainer options:
-#   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
+#   --device auto|cpu|cuda|mps (default cpu), or one per trainer: --device cuda,cpu
+#   --data-dir DIR   --threads N (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
 #   --no-overlap          push gradients after backward, not each as backward produces it
@@ -42,7 +43,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="$root/build"
 run_dir=""
 build=1
-device=cpu
+devices=(cpu)
 data_dir=/usr/share/datasets/fashion-mnist
 threads=1
 server_threads=1
@@ -70,7 +71,7 @@ while (($#)); do
     --model-out) need_value "$@"; model_out=$2; shift 2 ;;
     --resume) need_value "$@"; resume=$2; shift 2 ;;
     --max-restarts) need_value "$@"; max_restarts=$2; shift 2 ;;
-    --device) need_value "$@"; device=$2; shift 2 ;;
+    --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
     --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
@@ -104,6 +105,10 @@ fi
 resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
 trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
+if ((${#devices[@]} != 1 && ${#devices[@]} != trainers)); then
+  echo "launch_local.sh: --device gives ${#devices[@]} devices for $trainers trainers; give one, or one per trainer" >&2
+  exit 2
+fi
 if ((${#slowdown[@]} > 0 && ${#slowdown[@]} != trainers)); then
   echo "launch_local.sh: --slowdown gives ${#slowdown[@]} factors for $trainers trainers; give one per trainer" >&2
   exit 2
@@ -201,7 +206,7 @@ start_server() {  # start_server I
 for ((i = 0; i < servers; i++)); do start_server "$i"; done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
+    --device "${devices[i]:-${devices[0]}}" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"}
 done
 

@@ -2,8 +2,11 @@
 // the model, mode, batch size and everything else arrive from the scheduler.
 #include <ATen/Parallel.h>
 
+#include <cstdio>
+
 #include "common/cli.h"
 #include "common/logging.h"
+#include "trainer/device/torch_build.h"
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
@@ -38,8 +41,14 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
+  bool version = false;
+  app.add_flag("--version", version, "Print hetps's version and the LibTorch it was built with, and exit");
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  if (version) {
+    std::printf("hetps-trainer %s, %s\n", HETPS_VERSION, hetps::TorchBuildDescription().c_str());
+    return 0;
+  }
   hetps::ApplyLogLevel(log_level);
   options.overlap = !no_overlap;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
