@@ -449,7 +449,7 @@ Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
     if (!initial.ok()) return initial.status();
     auto buffers = ModelBuffers::Create(**initial, torch::kCPU);
     if (!buffers.ok()) return buffers.status();
-    HostTensors weights = (*buffers)->HostWeights();
+    HETPS_ASSIGN_OR_RETURN(HostTensors weights, (*buffers)->HostWeights());
     HETPS_RETURN_IF_ERROR(client_->InitWeights(weights.data, weights.owner));
   }
   if (resume.rollback()) {
@@ -462,9 +462,10 @@ Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
     HETPS_RETURN_IF_ERROR(client_->MarkIdle(clock_));  // a replacement does not know it
   }
   const bool sync = job_.mode == ConsistencyMode::kSync;
+  HETPS_RETURN_IF_ERROR(buffers_->FinishWeightCopies());
   auto pulled = client_->Pull(sync ? clock_ : 0, /*latest=*/!sync, buffers_->weight_targets());
   if (!pulled.ok()) return RecoverIfPaused(pulled.status());
-  buffers_->CommitWeights();
+  HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
   weight_version_ = pulled->weight_version;
   HETPS_LOG(INFO) << "resumed" << (resume.rollback() ? " at step " + std::to_string(clock_) : std::string())
                   << " with the servers' weights of version " << weight_version_;
