@@ -29,6 +29,14 @@ Result<ConsistencyMode> ParseMode(const std::string& name);
 wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
 
+// The job file's `security` section.
+struct SecurityOptions {
+  bool curve = false;                // encrypt and authenticate every connection with CURVE
+  std::string keys_dir;              // holds scheduler.key and scheduler.pub, and the public keys
+                                     // (NAME.pub) of the members to admit; required with curve
+  std::vector<std::string> allowed;  // names of the keys to admit; empty: every *.pub in keys_dir
+};
+
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn
   std::string dataset = "fashion-mnist";  // the only data set for now
@@ -69,6 +77,7 @@ struct JobOptions {
   uint32_t request_timeout_ms = 120000;          // a trainer gives up on a server silent this long
                                                  // (100 ms .. 1 day)
   uint32_t progress_interval_ms = 1000;          // how often trainers report, and the display redraws
+  SecurityOptions security;                      // CURVE (docs/security.md); default: none
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

@@ -60,6 +60,7 @@ Status Scheduler::Start() {
   SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
   socket_options.receive_hwm = kControlReceiveHwm;
+  HETPS_RETURN_IF_ERROR(SetUpCurve(&socket_options));
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
@@ -67,7 +68,7 @@ Status Scheduler::Start() {
                                    " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
-  WarnIfExposed("the scheduler", endpoint_, /*curve=*/false);
+  WarnIfExposed("the scheduler", endpoint_, job_.security.curve);
   if (!options_.endpoint_file.empty()) {
     HETPS_RETURN_IF_ERROR(WriteFileAtomically(options_.endpoint_file, endpoint_ + "\n"));
   }
@@ -344,7 +345,8 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers) {
   flatbuffers::FlatBufferBuilder fbb(4096);
   std::vector<flatbuffers::Offset<wire::ServerEndpoint>> endpoints;
   for (Member* server : members_.Members(wire::Role::Server, /*live_only=*/false)) {
-    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str()));
+    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str(),
+                                                         PublicKeyOf(server->key_name).c_str()));
   }
   auto tensors = shard_map_->TensorsToWire(fbb);
   auto partitions = shard_map_->PartitionsToWire(fbb);

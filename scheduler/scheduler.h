@@ -5,8 +5,9 @@
 //
 // Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
 // that calls it. endpoint() may be read after Start() from any thread. The class is defined in
-// three files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
-// scheduler_evaluations.cc and scheduler_report.cc (run summary, progress).
+// four files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
+// scheduler_evaluations.cc, scheduler_report.cc (run summary, progress) and
+// scheduler_identity.cc (CURVE, identities).
 #pragma once
 
 #include <atomic>
@@ -25,12 +26,14 @@
 #include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "scheduler/balancer.h"
 #include "scheduler/chunk_queue.h"
 #include "scheduler/membership.h"
 #include "scheduler/progress_display.h"
 #include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
+#include "security/zap_handler.h"
 
 namespace hetps {
 
@@ -93,7 +96,12 @@ class Scheduler {
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
 
-  // Identities (scheduler_identity.cc). ImpostorReason: why `message` may not come from
+  // Identities (scheduler_identity.cc). SetUpCurve: with job.security.curve, reads the keys,
+  // starts the authentication handler and makes `socket` a CURVE server.
+  Status SetUpCurve(SocketOptions* socket);
+  // The public key (Z85) of the key named `name`; empty without CURVE.
+  std::string PublicKeyOf(const std::string& name) const;
+  // ImpostorReason: why `message` may not come from
   // `member` (a CURVE key other than the one it joined with), or "" when it may.
   std::string ImpostorReason(const Member& member, const Message& message) const;
   // The live trainers' identities, for servers (ShardMap and Membership).
@@ -145,6 +153,8 @@ class Scheduler {
   bool failed_ = false;
   std::string failure_;
   RefusalCounter refusals_;
+  std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
+  std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;
   RunSummary summary_;
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Configures (once) and builds hetps in Release mode.
 #   scripts/build.sh [--build-dir DIR] [--binaries-only]
-# --binaries-only builds hetps-scheduler, hetps-server and hetps-trainer but not the tests.
+# --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer and hetps-keygen but not the tests.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -10,7 +10,7 @@ targets=()
 while (($#)); do
   case $1 in
     --build-dir) build_dir=$2; shift 2 ;;
-    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer); shift ;;
+    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen); shift ;;
     -h|--help) sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "build.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac

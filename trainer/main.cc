@@ -4,6 +4,7 @@
 
 #include "common/cli.h"
 #include "common/logging.h"
+#include "security/member_curve.h"
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
@@ -38,9 +39,14 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
+  hetps::MemberCurveFlags curve;
+  hetps::AddMemberCurveFlags(app, "trainer", &curve);
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   hetps::ApplyLogLevel(log_level);
+  auto keys = hetps::LoadMemberCurve(curve);
+  if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());
+  options.curve = *keys;
   options.overlap = !no_overlap;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 

@@ -46,6 +46,14 @@ Status PsClient::Connect() {
     options.send_timeout = options_.request_timeout;
     options.max_message_bytes = options_.max_message_bytes;
     options.routing_id = options_.routing_id;
+    if (options_.curve.on()) {
+      if (s >= options_.server_keys.size() || options_.server_keys[s].empty()) {
+        return Status::Protocol("the shard map gives no CURVE key for server " + std::to_string(s) + " at " +
+                                endpoints_[s] + ", and this trainer uses CURVE");
+      }
+      options.curve = options_.curve;
+      options.curve.server_key = options_.server_keys[s];
+    }
     sockets_.push_back(MakeSocket(context_, zmq::socket_type::dealer, options));
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_.back(), endpoints_[s]));
   }

@@ -40,6 +40,10 @@ class PsClient {
     // The routing id of the sockets to the servers: the data token the scheduler gave this
     // trainer, by which the servers recognise it. Empty: one ZeroMQ makes up (servers refuse it).
     std::string routing_id;
+    // CURVE: this trainer's key pair, and each server's public key by rank (from the shard map).
+    // Empty: plaintext.
+    CurveKeys curve;
+    std::vector<std::string> server_keys;
   };
 
   // What a pull brought back.

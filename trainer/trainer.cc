@@ -149,6 +149,7 @@ Status Trainer::Session::JoinScheduler() {
   ControlChannel::Options control_options;
   control_options.scheduler = options_.scheduler;
   control_options.connect_timeout = options_.connect_timeout;
+  control_options.curve = options_.curve;
   control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
   ControlChannel::JoinInfo info;
   info.role = wire::Role::Trainer;
@@ -204,12 +205,15 @@ Status Trainer::Session::ConnectToServers() {
   HETPS_RETURN_IF_ERROR(CompareSignatures(buffers_->signature(), map_->tensors())
                             .WithContext("the shard map does not describe this trainer's model"));
   std::vector<std::string> endpoints(map_->num_servers());
+  PsClient::Options client_options;
+  client_options.server_keys.resize(endpoints.size());
   for (const wire::ServerEndpoint* server : *wire_map->servers()) {
     if (server->rank() >= endpoints.size())
       return Status::Protocol("shard map names a server beyond its count");
     endpoints[server->rank()] = server->endpoint()->str();
+    if (server->curve_key()) client_options.server_keys[server->rank()] = server->curve_key()->str();
   }
-  PsClient::Options client_options;
+  client_options.curve = options_.curve;
   client_options.request_timeout = job_.request_timeout;
   client_options.routing_id = job_.data_token;
   client_options.wire_dtype = wire_map->wire_dtype();

@@ -17,6 +17,7 @@
 #include "common/control_channel.h"
 #include "common/message.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace hetps {
 
@@ -29,6 +30,7 @@ struct TrainerOptions {
                         // sleeps for the rest), to reproduce a slower machine
   bool overlap = true;  // push each tensor's gradient as soon as backward has produced it (CPU;
                         // on CUDA and MPS every gradient is pushed after backward)
+  CurveKeys curve{};    // CURVE: this trainer's key pair and the scheduler's public key; empty: none
 };
 
 class Trainer {
