@@ -50,6 +50,7 @@ Status Server::Start() {
     socket_options.curve.secret_key = options_.curve.secret_key;
   }
   data_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  if (zap_) zap_->Watch(data_);
   // Until the shard map says what trainers will send, nothing valid has tensor frames.
   data_limits_ = ReceiveLimits{1, kDefaultMaxEnvelopeBytes};
   auto bound = Bind(data_, options_.bind);

@@ -62,6 +62,7 @@ Status Scheduler::Start() {
   socket_options.receive_hwm = kControlReceiveHwm;
   HETPS_RETURN_IF_ERROR(SetUpCurve(&socket_options));
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  if (zap_) zap_->Watch(socket_);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
     return Status::InvalidArgument(bound.status().message() +

@@ -2,7 +2,8 @@
 // sockets. Every CURVE handshake on a socket of the context asks it whether to admit the peer's
 // public key: a listed key is admitted under its name (the connection's user id, which messages
 // carry as Message::user_id), any other is refused, counted as `unauthenticated` and logged with
-// the peer's address (sparsely under a flood).
+// the peer's address (sparsely under a flood). Handshakes that fail before a key is checked (a
+// peer without CURVE) on a watched socket are counted and logged alike.
 //
 // A ZeroMQ context has one handler endpoint (inproc://zeromq.zap.01), so one ZapHandler serves
 // every socket of its context. It owns a thread of its own with the REP socket; the destructor
@@ -12,8 +13,10 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -35,18 +38,30 @@ class ZapHandler {
   ZapHandler(const ZapHandler&) = delete;
   ZapHandler& operator=(const ZapHandler&) = delete;
 
+  // Also counts (as unauthenticated) and logs the handshakes on `socket`, a CURVE server, that
+  // fail before a key is checked: a peer without CURVE, or one whose handshake is broken. Call
+  // from the thread that owns `socket`; `socket` must outlive the handler.
+  void Watch(zmq::socket_t& socket);
+
   uint64_t admitted() const { return admitted_.load(); }
   uint64_t refused() const { return refused_.load(); }
 
  private:
-  ZapHandler(zmq::socket_t socket, std::map<std::string, std::string> names_by_key, RefusalCounter* refusals,
-             std::string what);
+  ZapHandler(zmq::context_t& context, zmq::socket_t socket, std::map<std::string, std::string> names_by_key,
+             RefusalCounter* refusals, std::string what);
   void Loop();
   // Answers one request; false when the socket failed.
   bool Answer();
+  // Counts and logs the failed handshakes a watched socket reported.
+  void TakeHandshakeFailures(zmq::socket_t& events);
+  void Refused(const std::string& address, const std::string& reason);
 
-  zmq::socket_t socket_;                            // the handler thread's
-  const std::map<std::string, std::string> names_;  // 32-byte binary public key -> name
+  zmq::context_t& context_;
+  zmq::socket_t socket_;  // the handler thread's
+  std::mutex watch_mutex_;
+  std::vector<std::unique_ptr<zmq::socket_t>> new_watches_;  // guarded; the thread takes them over
+  std::vector<std::unique_ptr<zmq::socket_t>> watches_;      // the handler thread's
+  const std::map<std::string, std::string> names_;           // 32-byte binary public key -> name
   RefusalCounter* refusals_;
   const std::string what_;
   std::atomic<uint64_t> admitted_{0};

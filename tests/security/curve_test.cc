@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "common/handshake_monitor.h"
 #include "common/transport.h"
@@ -86,6 +87,7 @@ struct CurveServer {
     options.curve_server = true;
     options.curve.secret_key = keys.secret_key;
     socket = MakeSocket(context, zmq::socket_type::router, options);
+    handler->Watch(socket);
     auto bound = Bind(socket, "tcp://127.0.0.1:*");
     CATCH_REQUIRE(bound.ok());
     endpoint = *bound;
@@ -159,6 +161,10 @@ CATCH_TEST_CASE("A CURVE server admits listed keys under their names and refuses
     const std::string failure = client.Failure();
     CATCH_INFO(failure);
     CATCH_CHECK(Contains(failure, "one side uses CURVE and the other does not"));
+    // The server counted it, although no key was ever checked.
+    for (int i = 0; i < 50 && server.refusals.total() == 0; ++i)
+      std::this_thread::sleep_for(milliseconds(20));
+    CATCH_CHECK(server.refusals.Snapshot().of(Refusal::Unauthenticated) >= 1);
     CATCH_CHECK_FALSE(PollReadable({&server.socket}, milliseconds(200))[0]);
   }
   CATCH_SECTION("a second handler in the same context is refused") {
