@@ -2,7 +2,7 @@
 // same model, data, optimizer, batch size and threads as a hetps job, timed in the same run.
 //
 //   hetps-bench-local-loop [--model cnn] [--batch 64] [--steps 200] [--threads 1]
-//                          [--eval-batch 1000]
+//                          [--eval-batch 1000] [--device cpu]
 // Prints one JSON object: training samples/s, and evaluation images/s at the given batch.
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -13,10 +13,12 @@
 
 #include "common/cli.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/device/device.h"
+#include "trainer/device/torch_build.h"
 #include "trainer/models/models.h"
 
 int main(int argc, char** argv) {
-  std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist";
+  std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist", device_spec = "cpu";
   int batch = 64, steps = 200, threads = 1, eval_batch = 1000;
   double lr = 0.05, momentum = 0.9;
   CLI::App app("Single-process LibTorch training loop: the baseline for hetps benchmarks.",
@@ -29,6 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr", lr, "SGD learning rate")->default_val(lr);
   app.add_option("--momentum", momentum, "SGD momentum")->default_val(momentum);
   app.add_option("--data-dir", data_dir, "Fashion-MNIST directory")->default_val(data_dir);
+  app.add_option("--device", device_spec, "auto, cpu, cuda, cuda:N or mps")->default_val(device_spec);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   at::set_num_interop_threads(1);
   at::set_num_threads(threads);
@@ -37,22 +40,29 @@ int main(int argc, char** argv) {
   auto test = hetps::LoadFashionMnist(data_dir, hetps::DatasetSplit::kTest);
   if (!train.ok()) return hetps::FatalError("hetps-bench-local-loop", train.status());
   if (!test.ok()) return hetps::FatalError("hetps-bench-local-loop", test.status());
+  auto device = hetps::SelectDevice(device_spec);
+  if (!device.ok()) return hetps::FatalError("hetps-bench-local-loop", device.status());
   auto model = hetps::BuildModel(model_name, 1);
   if (!model.ok()) return hetps::FatalError("hetps-bench-local-loop", model.status());
+  (*model)->to(*device);
   torch::optim::SGD optimizer((*model)->parameters(), torch::optim::SGDOptions(lr).momentum(momentum));
 
   std::vector<int64_t> indices(static_cast<size_t>(batch));
   auto step = [&](int64_t k) {
     const int64_t n = train->size();
     for (int i = 0; i < batch; ++i) indices[i] = (k * batch + i) % n;
-    hetps::Batch b = hetps::MakeBatch(*train, indices.data(), indices.size(), torch::kCPU);
+    hetps::Batch b = hetps::MakeBatch(*train, indices.data(), indices.size(), *device);
     optimizer.zero_grad();
     torch::nn::functional::cross_entropy((*model)->forward(b.input), b.target).backward();
     optimizer.step();
   };
+  // Waits for the device: GPU kernels run asynchronously.
+  auto sync = [&] { (*model)->parameters()[0].sum().item<float>(); };
   for (int k = 0; k < 10; ++k) step(k);  // warm-up: allocator, OpenMP, caches
+  sync();
   const auto start = std::chrono::steady_clock::now();
   for (int k = 0; k < steps; ++k) step(k + 10);
+  sync();
   const double train_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
@@ -64,16 +74,16 @@ int main(int argc, char** argv) {
   for (int64_t begin = 0; begin < test->size(); begin += eval_batch) {
     const int64_t count = std::min<int64_t>(eval_batch, test->size() - begin);
     std::iota(eval_indices.begin(), eval_indices.begin() + count, begin);
-    hetps::Batch b = hetps::MakeBatch(*test, eval_indices.data(), static_cast<size_t>(count), torch::kCPU);
+    hetps::Batch b = hetps::MakeBatch(*test, eval_indices.data(), static_cast<size_t>(count), *device);
     (*model)->forward(b.input).argmax(1).sum().item<int64_t>();
     evaluated += count;
   }
   const double eval_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
   std::printf(
-      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"train_samples_per_second\": %.1f, "
-      "\"eval_batch\": %d, \"eval_images_per_second\": %.1f}\n",
-      model_name.c_str(), batch, threads, steps * batch / train_seconds, eval_batch,
-      evaluated / eval_seconds);
+      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"device\": \"%s\", \"libtorch\": \"%s\", "
+      "\"train_samples_per_second\": %.1f, \"eval_batch\": %d, \"eval_images_per_second\": %.1f}\n",
+      model_name.c_str(), batch, threads, device->str().c_str(), hetps::TorchBuildDescription().c_str(),
+      steps * batch / train_seconds, eval_batch, evaluated / eval_seconds);
   return 0;
 }

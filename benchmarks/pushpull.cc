@@ -5,9 +5,11 @@
 // memcpy of the model.
 //
 //   hetps-bench-pushpull [--mib 4,64,256] [--servers 1,2] [--seconds 3] [--wire-dtype fp32]
-//                        [--server-threads 1] [--json FILE]
+//                        [--server-threads 1] [--device cpu] [--json FILE]
 // Prints a markdown table; --json writes one object per case, `ratio` being hetps round trips
-// per second over the echo's.
+// per second over the echo's. With --device cuda (or mps) the gradient starts on the device and
+// the weights end there: each round trip includes the trainer's GPU data path (conversion to the
+// wire dtype on the device, the copy through a pinned host buffer, the weights' copy back).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -19,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include <torch/torch.h>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
@@ -28,6 +31,9 @@
 #include "common/logging.h"
 #include "common/shard_map.h"
 #include "tests/support/local_cluster.h"
+#include "trainer/device/copy_stream.h"
+#include "trainer/device/device.h"
+#include "trainer/device/gradient_staging.h"
 
 namespace {
 
@@ -146,7 +152,43 @@ struct Figures {
   double hetps_rounds = 0, echo_rounds = 0, memcpy_gbps = 0;
 };
 
-Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype, size_t server_threads) {
+// One round trip of a gradient that starts on `device` and weights that end there.
+class DeviceRound {
+ public:
+  DeviceRound(torch::Device device, const std::vector<hetps::TensorInfo>& model,
+              hetps::wire::DType wire_dtype)
+      : stream_(hetps::MakeCopyStream(device)) {
+    auto staging = hetps::GradientStaging::Create(model, device, wire_dtype, *stream_);
+    if (!staging.ok()) std::exit(hetps::FatalError("hetps-bench-pushpull", staging.status()));
+    staging_ = std::move(*staging);
+    grad_ = torch::full(model[0].shape, 1e-3f, torch::TensorOptions().device(device));
+    weights_ = torch::empty(model[0].shape, torch::TensorOptions().device(device));
+    host_weights_ = hetps::HostBuffer(*stream_, model[0].shape, torch::kFloat32);
+  }
+
+  Status Run(hetps::PsClient& client, uint64_t clock) {
+    client.BeginStep(clock, 1);
+    staging_->BeginStep();
+    staging_->Stage(0, grad_);
+    auto staged = staging_->Next(std::chrono::seconds(60));
+    if (!staged.ok()) return staged.status();
+    if (!staged->has_value()) return Status::Timeout("the gradient's copy did not finish");
+    HETPS_RETURN_IF_ERROR(
+        client.PushTensor(0, staging_->data(0), staging_->wire_dtype(), staging_->owner(0)));
+    auto pulled = client.FinishStep({host_weights_.data_ptr<float>()});
+    if (!pulled.ok()) return pulled.status();
+    stream_->Copy(weights_, host_weights_)->Synchronize();
+    return Status::Ok();
+  }
+
+ private:
+  std::unique_ptr<hetps::CopyStream> stream_;
+  std::unique_ptr<hetps::GradientStaging> staging_;
+  torch::Tensor grad_, weights_, host_weights_;
+};
+
+Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype, size_t server_threads,
+                torch::Device device) {
   const size_t floats = static_cast<size_t>(mib) << 18;
   const std::vector<hetps::TensorInfo> model = {
       {"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
@@ -177,9 +219,14 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
       frames[p.server].push_back(p.length * hetps::DTypeSize(wire_dtype));
     }
     uint64_t clock = 0;
-    figures.hetps_rounds = RoundsPerSecond(seconds, [&] {
-      return trainer.client().PushPull(clock++, 1, grad_ptrs, grads, weight_ptrs).status();
-    });
+    if (device.is_cpu()) {
+      figures.hetps_rounds = RoundsPerSecond(seconds, [&] {
+        return trainer.client().PushPull(clock++, 1, grad_ptrs, grads, weight_ptrs).status();
+      });
+    } else {
+      DeviceRound round(device, model, wire_dtype);
+      figures.hetps_rounds = RoundsPerSecond(seconds, [&] { return round.Run(trainer.client(), clock++); });
+    }
     cluster.Stop();
   }
   {
@@ -200,7 +247,7 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32";
+  std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32", device_spec = "cpu";
   double seconds = 3;
   size_t server_threads = 1;
   CLI::App app("Push-pull round trips of the real client and servers against a bare ZeroMQ echo.",
@@ -216,12 +263,16 @@ int main(int argc, char** argv) {
   app.add_option("--server-threads", server_threads, "Worker threads per server (hetps-server --threads)")
       ->default_val(server_threads)
       ->check(CLI::Range(1, 256));
+  app.add_option("--device", device_spec, "Where the gradient starts and the weights end: cpu, cuda, mps")
+      ->default_val(device_spec);
   app.add_option("--json", json_path, "Write the figures as JSON here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   const auto sizes = ParseList("--mib", mib_list);
   const auto server_counts = ParseList("--servers", server_list);
   const hetps::wire::DType wire_dtype = *hetps::ParseWireDType(dtype_name);
   hetps::SetLogLevel(hetps::LogLevel::kWarning);
+  auto device = hetps::SelectDevice(device_spec);
+  if (!device.ok()) return hetps::FatalError("hetps-bench-pushpull", device.status());
 
   std::printf(
       "| model MiB | servers | wire | hetps round trips/s | GB/s each way | echo round trips/s | "
@@ -230,7 +281,7 @@ int main(int argc, char** argv) {
   std::string json = "[\n";
   for (int servers : server_counts) {
     for (int mib : sizes) {
-      const Figures f = Measure(mib, servers, seconds, wire_dtype, server_threads);
+      const Figures f = Measure(mib, servers, seconds, wire_dtype, server_threads, *device);
       const double wire_bytes = static_cast<double>(size_t{1} << 20) * mib * hetps::DTypeSize(wire_dtype) / 4;
       const double gbps = f.hetps_rounds * wire_bytes / 1e9;
       const double ratio = f.hetps_rounds / f.echo_rounds;
@@ -241,10 +292,11 @@ int main(int argc, char** argv) {
       std::snprintf(
           line, sizeof(line),
           "  {\"model_mib\": %d, \"servers\": %d, \"server_threads\": %zu, \"wire_dtype\": \"%s\", "
+          "\"device\": \"%s\", "
           "\"round_trips_per_second\": %.3f, \"gb_per_second_each_way\": %.3f, "
           "\"echo_round_trips_per_second\": %.3f, \"ratio\": %.3f, \"memcpy_gb_per_second\": %.3f},\n",
-          mib, servers, server_threads, dtype_name.c_str(), f.hetps_rounds, gbps, f.echo_rounds, ratio,
-          f.memcpy_gbps);
+          mib, servers, server_threads, dtype_name.c_str(), device->str().c_str(), f.hetps_rounds, gbps,
+          f.echo_rounds, ratio, f.memcpy_gbps);
       json += line;
     }
   }

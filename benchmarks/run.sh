@@ -2,7 +2,7 @@
 # Runs one data-plane benchmark from the repository root after the Release build, prints its
 # markdown table and writes its figures to benchmarks/results/NAME.json.
 #
-#   benchmarks/run.sh NAME [--quick] [--build-dir DIR] [--out DIR]
+#   benchmarks/run.sh NAME [--quick] [--build-dir DIR] [--out DIR] [--device DEVICE]
 #
 #   pushpull  one trainer against 1 and 2 servers, models of 4, 64 and 256 MiB: round trips and
 #             GB/s against a bare ZeroMQ echo of the same frames and memcpy (ratio: hetps/echo)
@@ -11,7 +11,12 @@
 #   overhead  the FashionCNN through one trainer and one server in sync mode against the plain
 #             single-process LibTorch loop, three alternating pairs (ratio: the median of the
 #             pairs' hetps samples/s over the loop's)
+#   torch     the two LibTorch builds side by side: the FashionCNN and the MLP training loop
+#             (hetps-bench-local-loop, batch 64) on 1 and 2 threads under the system build
+#             (--build-dir, default build) and the pip build (--pip-build-dir, default build-pip),
+#             alternating, three pairs (ratio: the median of pip samples/s over system's)
 # --quick runs each with small sizes, to check that it works (a test does).
+# --device (overhead, pushpull; default cpu) runs the trainer side on that device, e.g. cuda.
 # The sync-vs-async benchmark is benchmarks/modes.sh.
 set -euo pipefail
 
@@ -20,17 +25,21 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case $1 in
   -h|--help) usage; exit 0 ;;
-  pushpull|apply|overhead) name=$1; shift ;;
-  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead" >&2; exit 2 ;;
+  pushpull|apply|overhead|torch) name=$1; shift ;;
+  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, torch" >&2; exit 2 ;;
 esac
 build_dir="$root/build"
+pip_build_dir="$root/build-pip"
 out="$root/benchmarks/results"
+device=cpu
 quick=0
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
     --build-dir) [[ $# -ge 2 ]] || { echo "run.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --out) [[ $# -ge 2 ]] || { echo "run.sh: --out needs a value" >&2; exit 2; }; out=$2; shift 2 ;;
+    --pip-build-dir) [[ $# -ge 2 ]] || { echo "run.sh: --pip-build-dir needs a value" >&2; exit 2; }; pip_build_dir=$2; shift 2 ;;
+    --device) [[ $# -ge 2 ]] || { echo "run.sh: --device needs a value" >&2; exit 2; }; device=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -41,7 +50,7 @@ json="$out/$name.json"
 need() {
   [[ -x $bin/$1 ]] || { echo "run.sh: $bin/$1 is missing; build first (scripts/build.sh)" >&2; exit 1; }
 }
-echo "Command: benchmarks/run.sh $name$( ((quick)) && echo ' --quick')"
+echo "Command: benchmarks/run.sh $name$( ((quick)) && echo ' --quick')$([[ $device != cpu ]] && echo " --device $device")"
 echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 
@@ -49,9 +58,9 @@ case $name in
   pushpull)
     need hetps-bench-pushpull
     if ((quick)); then
-      "$bin/hetps-bench-pushpull" --mib 1,4 --servers 1,2 --seconds 0.3 --json "$json"
+      "$bin/hetps-bench-pushpull" --mib 1,4 --servers 1,2 --seconds 0.3 --device "$device" --json "$json"
     else
-      "$bin/hetps-bench-pushpull" --mib 4,64,256 --servers 1,2 --seconds 3 --json "$json"
+      "$bin/hetps-bench-pushpull" --mib 4,64,256 --servers 1,2 --seconds 3 --device "$device" --json "$json"
     fi
     ;;
   apply)
@@ -74,8 +83,8 @@ case $name in
     # median of the pairs' ratios is reported, since a shared machine's speed drifts between runs.
     for ((pair = 1; pair <= pairs; pair++)); do
       "$bin/hetps-bench-local-loop" --model cnn --batch 64 --steps "$steps" --threads 1 \
-        --lr 0.05 --momentum 0.9 --eval-batch 250 > "$work/loop-$pair.json"
-      "$root/scripts/launch_local.sh" --no-build --build-dir "$build_dir" \
+        --lr 0.05 --momentum 0.9 --eval-batch 250 --device "$device" > "$work/loop-$pair.json"
+      "$root/scripts/launch_local.sh" --no-build --build-dir "$build_dir" --device "$device" \
         --config "$root/configs/fashion_mnist.yaml" --servers 1 --trainers 1 --mode sync --model cnn \
         --max-train-samples "$samples" --progress none --summary "$work/run-$pair.json" \
         --run-dir "$work/run-$pair" > "$work/launch.out" 2>&1 || {
@@ -105,6 +114,58 @@ if pairs > 1:
     print(f"| median of {pairs} pairs | | | | {case['hetps_samples_per_second']:.0f} | "
           f"{case['local_loop_samples_per_second']:.0f} | {case['ratio']:.2f} |")
 json.dump([case], open(sys.argv[3], "w"), indent=2)
+PY
+    ;;
+  torch)
+    for dir in "$build_dir" "$pip_build_dir"; do
+      [[ -x $dir/bin/hetps-bench-local-loop ]] || {
+        echo "run.sh: $dir/bin/hetps-bench-local-loop is missing; build both (scripts/build.sh --torch" \
+             "system --build-dir $build_dir; scripts/build.sh --torch pip --build-dir $pip_build_dir)" >&2
+        exit 1; }
+    done
+    steps=$( ((quick)) && echo 5 || echo 150 )
+    pairs=$( ((quick)) && echo 1 || echo 3 )
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    # Both builds run in the same environment (the same allocator settings, GLIBC_TUNABLES
+    # included when set), one after the other in each pair, so that drift hits both alike.
+    for model in cnn mlp; do
+      for threads in 1 2; do
+        for ((pair = 1; pair <= pairs; pair++)); do
+          for build in system pip; do
+            dir=$build_dir; [[ $build == pip ]] && dir=$pip_build_dir
+            "$dir/bin/hetps-bench-local-loop" --model "$model" --batch 64 --steps "$steps" \
+              --threads "$threads" --eval-batch 250 > "$work/$model-$threads-$pair-$build.json"
+          done
+        done
+      done
+    done
+    /usr/bin/python3 - "$work" "$pairs" "$json" "$steps" <<'PY'
+import json, statistics, sys
+work, pairs, out, steps = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+cases = []
+print("| model | threads | system samples/s | pip samples/s | pip / system (median, range) |")
+print("| --- | ---: | ---: | ---: | ---: |")
+for model in ("cnn", "mlp"):
+    for threads in (1, 2):
+        runs = []
+        for pair in range(1, pairs + 1):
+            r = {b: json.load(open(f"{work}/{model}-{threads}-{pair}-{b}.json")) for b in ("system", "pip")}
+            runs.append({"system_samples_per_second": r["system"]["train_samples_per_second"],
+                         "pip_samples_per_second": r["pip"]["train_samples_per_second"],
+                         "system_libtorch": r["system"]["libtorch"], "pip_libtorch": r["pip"]["libtorch"]})
+            runs[-1]["ratio"] = runs[-1]["pip_samples_per_second"] / runs[-1]["system_samples_per_second"]
+        ratios = [r["ratio"] for r in runs]
+        case = {"model": model, "threads": threads, "batch": 64, "steps": steps, "pairs": runs,
+                "system_samples_per_second": statistics.median(r["system_samples_per_second"] for r in runs),
+                "pip_samples_per_second": statistics.median(r["pip_samples_per_second"] for r in runs),
+                "ratio": statistics.median(ratios), "ratio_min": min(ratios), "ratio_max": max(ratios)}
+        cases.append(case)
+        print(f"| {model} | {threads} | {case['system_samples_per_second']:.0f} | "
+              f"{case['pip_samples_per_second']:.0f} | {case['ratio']:.2f} "
+              f"({case['ratio_min']:.2f}-{case['ratio_max']:.2f}) |")
+print(f"\nsystem: {cases[0]['pairs'][0]['system_libtorch']}; pip: {cases[0]['pairs'][0]['pip_libtorch']}")
+json.dump(cases, open(out, "w"), indent=2)
 PY
     ;;
 esac

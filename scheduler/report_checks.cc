@@ -38,6 +38,10 @@ Status CheckProgress(const wire::Progress& p, const ReportBounds& bounds) {
   HETPS_RETURN_IF_ERROR(CheckCount("Progress.batch_size", p.batch_size(), bounds.global_batch_size));
   HETPS_RETURN_IF_ERROR(CheckRate("Progress.samples_per_second", p.samples_per_second()));
   HETPS_RETURN_IF_ERROR(CheckRate("Progress.compute_samples_per_second", p.compute_samples_per_second()));
+  // The balancer's inputs: samples and steps timed since the last report, and their seconds.
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_samples", p.timed_samples(), bounds.max_samples()));
+  HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_steps", p.timed_steps(), bounds.max_clock()));
+  HETPS_RETURN_IF_ERROR(CheckRate("Progress.timed_seconds", p.timed_seconds()));
   // The loss may be NaN or infinite: a diverging model reports it honestly.
   return Status::Ok();
 }

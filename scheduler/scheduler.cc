@@ -161,7 +161,6 @@ void Scheduler::Handle(Message message) {
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;
-      const uint64_t new_samples = p->samples() - std::min(p->samples(), member->progress.samples);
       member->progress = {p->epoch(),
                           p->clock(),
                           p->samples(),
@@ -171,8 +170,7 @@ void Scheduler::Handle(Message message) {
                           p->compute_samples_per_second(),
                           p->batch_size()};
       if (balancer_) {
-        const double rate = p->compute_samples_per_second();
-        if (rate > 0) balancer_->Observe(member->rank, new_samples, new_samples / rate);
+        balancer_->Observe(member->rank, p->timed_samples(), p->timed_seconds(), p->timed_steps());
         MaybeRebalance();
       }
       MaybeRequestSnapshot();

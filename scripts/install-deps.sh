@@ -1,11 +1,74 @@
 #!/usr/bin/env bash
-# Installs every build and run dependency of hetps from Debian 12 packages, and makes OpenBLAS's
-# OpenMP build the system BLAS (Debian's LibTorch is 7-27x slower on the reference BLAS).
-# Idempotent: prints one line and does nothing when everything is already present.
+# Installs every build and run dependency of hetps.
+#   scripts/install-deps.sh [--torch system|pip]
+# Debian 12: the packages below from Debian (compilers, CMake, ZeroMQ, FlatBuffers, Boost, Catch2,
+# yaml-cpp, the Fashion-MNIST data, LibTorch 1.13) and OpenBLAS's OpenMP build as the system BLAS
+# (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
+# (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
+# for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
+# (/usr/local/cuda), though no GPU.
+# macOS (Homebrew): the same libraries from Homebrew and PyPI's torch (the MPS build) in .venv;
+# --torch pip is the only choice there.
+# Idempotent: prints one line per part and installs nothing that is already present.
 set -euo pipefail
 
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+os=$(uname -s)
+torch=system
+[[ $os == Darwin ]] && torch=pip
+while (($#)); do
+  case $1 in
+    --torch) [[ $# -ge 2 ]] || { echo "install-deps: --torch needs a value" >&2; exit 2; }; torch=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "install-deps: unknown flag '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $torch == system || $torch == pip ]] || {
+  echo "install-deps: --torch '$torch' is not a LibTorch provider; use system or pip" >&2; exit 2; }
+
+# PyPI's torch, pinned so that every machine builds against the same LibTorch; raise it here.
+torch_requirement=${HETPS_TORCH_REQUIREMENT:-torch==2.15.0}
+venv="$root/.venv"
+
+# torch from PyPI into $venv, made with python interpreter $1.
+install_pip_torch() {
+  local python=$1
+  if [[ -x $venv/bin/python ]] &&
+     "$venv/bin/python" -c "import sys, torch; sys.exit(0 if 'torch==' + torch.__version__.split('+')[0] == '$torch_requirement' else 1)" 2>/dev/null; then
+    echo "install-deps: $torch_requirement present in $venv"
+    return
+  fi
+  [[ -x $venv/bin/python ]] || "$python" -m venv "$venv"
+  echo "install-deps: installing $torch_requirement from PyPI into $venv (about 3 GB on Linux)"
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$torch_requirement"
+  "$venv/bin/python" -c "import torch; print('install-deps: torch', torch.__version__, 'in', torch.__path__[0])"
+}
+
+if [[ $os == Darwin ]]; then
+  [[ $torch == pip ]] || { echo "install-deps: macOS has no system LibTorch; use --torch pip" >&2; exit 2; }
+  command -v brew >/dev/null || { echo "install-deps: Homebrew (brew) is needed on macOS" >&2; exit 1; }
+  xcode-select -p >/dev/null 2>&1 || {
+    echo "install-deps: the Xcode command line tools are needed: run xcode-select --install" >&2; exit 1; }
+  # Homebrew's catch2 is Catch2 3, which the tests (written for Catch2 2) do not build with; the
+  # build leaves the tests out when it finds no Catch2 2 (scripts/build.sh says so).
+  formulae=(cmake pkg-config zeromq cppzmq libsodium flatbuffers boost yaml-cpp nlohmann-json cli11 python@3.12)
+  missing=()
+  for f in "${formulae[@]}"; do brew list --versions "$f" >/dev/null 2>&1 || missing+=("$f"); done
+  if ((${#missing[@]})); then
+    echo "install-deps: brew install ${missing[*]}"
+    brew install "${missing[@]}"
+  else
+    echo "install-deps: Homebrew packages present"
+  fi
+  install_pip_torch "$(brew --prefix python@3.12)/bin/python3.12"
+  echo "install-deps: Fashion-MNIST is not packaged for macOS: copy the four .gz files (e.g. from a" \
+       "Debian box's /usr/share/datasets/fashion-mnist) into a directory and pass it as --data-dir"
+  exit 0
+fi
+
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config ccache
   libtorch-dev
   libzmq3-dev cppzmq-dev libsodium-dev
   libflatbuffers-dev flatbuffers-compiler
@@ -18,6 +81,7 @@ packages=(
   libopenblas0-openmp
   dataset-fashion-mnist
   python3
+  python3-venv
   python3-matplotlib
 )
 
@@ -63,4 +127,16 @@ for f in train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-
   [[ -s $data/$f ]] || { echo "install-deps: $data/$f is missing after installing dataset-fashion-mnist" >&2; exit 1; }
 done
 
-((${#missing[@]})) || echo "install-deps: all dependencies present"
+((${#missing[@]})) || echo "install-deps: Debian packages present"
+
+if [[ $torch == pip ]]; then
+  install_pip_torch /usr/bin/python3
+  # find_package(Torch) of the CUDA build enables CUDA and so needs nvcc (not a GPU).
+  if ! command -v nvcc >/dev/null && [[ ! -x /usr/local/cuda/bin/nvcc ]] &&
+     "$venv/bin/python" -c "import sys, torch; sys.exit(0 if torch.version.cuda else 1)"; then
+    echo "install-deps: this torch is a CUDA build, and configuring against it needs the CUDA" \
+         "toolkit's nvcc (expected at /usr/local/cuda/bin/nvcc, or on PATH); install NVIDIA's CUDA" \
+         "toolkit of the same major version as torch.version.cuda" >&2
+    exit 1
+  fi
+fi

@@ -11,7 +11,8 @@
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE
 # Trainer options:
-#   --device auto|cpu|cuda|mps (default cpu)   --data-dir DIR   --threads N (default 1)
+#   --device auto|cpu|cuda|mps (default cpu), or one per trainer: --device cuda,cpu
+#   --data-dir DIR   --threads N (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
 #   --no-overlap          push gradients after backward, not each as backward produces it
@@ -30,7 +31,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="$root/build"
 run_dir=""
 build=1
-device=cpu
+devices=(cpu)
 data_dir=/usr/share/datasets/fashion-mnist
 threads=1
 server_threads=1
@@ -49,7 +50,7 @@ while (($#)); do
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
     --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype)
       need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2 ;;
-    --device) need_value "$@"; device=$2; shift 2 ;;
+    --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
     --threads) need_value "$@"; threads=$2; shift 2 ;;
     --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
@@ -78,6 +79,10 @@ done
 resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
 servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
 trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
+if ((${#devices[@]} != 1 && ${#devices[@]} != trainers)); then
+  echo "launch_local.sh: --device gives ${#devices[@]} devices for $trainers trainers; give one, or one per trainer" >&2
+  exit 2
+fi
 if ((${#slowdown[@]} > 0 && ${#slowdown[@]} != trainers)); then
   echo "launch_local.sh: --slowdown gives ${#slowdown[@]} factors for $trainers trainers; give one per trainer" >&2
   exit 2
@@ -168,7 +173,7 @@ for ((i = 0; i < servers; i++)); do
 done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "$device" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
+    --device "${devices[i]:-${devices[0]}}" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$i")
 done
 

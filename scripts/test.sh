@@ -1,14 +1,49 @@
 #!/usr/bin/env bash
-# Builds hetps with its tests and runs the whole suite (CTest over Catch2, plus the end-to-end
-# tests that start real scheduler, server and trainer processes on 127.0.0.1).
-#   scripts/test.sh [--build-dir DIR] [extra ctest arguments, e.g. -R shard_map]
+# Builds hetps with its tests and runs the suite (CTest over Catch2, plus the end-to-end tests
+# that start real scheduler, server and trainer processes on 127.0.0.1).
+#   scripts/test.sh [--torch system|pip] [--build-dir DIR] [--torch-only] [extra ctest arguments]
+# --torch and --build-dir as for scripts/build.sh. --torch-only runs only the tests labelled
+# `torch` (those whose program links LibTorch or starts a trainer: the ones that can differ
+# between the two LibTorch builds). Tests that need an absent GPU are reported as skipped, and
+# why is printed at the end. Extra arguments go to ctest, e.g. -R shard_map.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="$root/build"
-if [[ ${1:-} == --build-dir ]]; then build_dir=$2; shift 2; fi
+build_flags=()
+ctest_flags=()
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+while (($#)); do
+  case $1 in
+    --build-dir) [[ $# -ge 2 ]] || { echo "test.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
+    --torch) [[ $# -ge 2 ]] || { echo "test.sh: --torch needs a value" >&2; exit 2; }; build_flags+=(--torch "$2"); shift 2 ;;
+    --torch-only) ctest_flags+=(-L torch); shift ;;
+    -h|--help) usage; exit 0 ;;
+    *) break ;;
+  esac
+done
 
-"$root/scripts/build.sh" --build-dir "$build_dir"
-jobs=$(nproc 2>/dev/null || echo 2)
+"$root/scripts/build.sh" --build-dir "$build_dir" "${build_flags[@]}"
+jobs=$(nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+junit="$build_dir/Testing/junit.xml"
+mkdir -p "$(dirname "$junit")"
 # End-to-end tests are marked RUN_SERIAL: each starts a whole cluster on this machine.
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" "$@"
+status=0
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" --output-junit "$junit" \
+  "${ctest_flags[@]}" "$@" || status=$?
+# CTest does not say why a test was skipped: each prints "SKIPPED: <reason>" before exiting 77.
+if [[ -f $junit ]]; then
+  python3 - "$junit" <<'PY'
+import sys, xml.etree.ElementTree as ET
+skipped = []
+for case in ET.parse(sys.argv[1]).getroot().iter("testcase"):
+    if case.get("status") != "notrun" and case.find("skipped") is None:
+        continue
+    out = case.findtext("system-out") or ""
+    reasons = [l.split("SKIPPED:", 1)[1].strip() for l in out.splitlines() if "SKIPPED:" in l]
+    skipped.append((case.get("name"), reasons[0] if reasons else "no reason printed"))
+for name, reason in skipped:
+    print(f"skipped: {name}: {reason}")
+PY
+fi
+exit "$status"

@@ -37,10 +37,11 @@ Result<uint64_t> Evaluator::Handle(const wire::EvalRequest& request, uint64_t cl
   if (request.final()) {
     // The snapshots first, each loaded into the model in turn; the pull below restores the newest.
     for (const Snapshot& snapshot : snapshots_) {
+      HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
       for (size_t t = 0; t < snapshot.weights.size(); ++t) {
         std::copy(snapshot.weights[t].begin(), snapshot.weights[t].end(), buffers_.weight_targets()[t]);
       }
-      buffers_.CommitWeights();
+      HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
       HETPS_RETURN_IF_ERROR(EvaluateAndReport(snapshot.epoch, false, snapshot.id, snapshot.version));
     }
     snapshots_.clear();
@@ -51,9 +52,10 @@ Result<uint64_t> Evaluator::Handle(const wire::EvalRequest& request, uint64_t cl
 }
 
 Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
+  HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
   auto pulled = client_.Pull(clock, /*latest=*/true, buffers_.weight_targets());
   if (!pulled.ok()) return pulled.status();
-  buffers_.CommitWeights();
+  HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
   return pulled->weight_version;
 }
 

@@ -2,9 +2,12 @@
 // the model, mode, batch size and everything else arrive from the scheduler.
 #include <ATen/Parallel.h>
 
+#include <cstdio>
+
 #include "common/cli.h"
 #include "common/logging.h"
 #include "security/member_curve.h"
+#include "trainer/device/torch_build.h"
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
@@ -41,8 +44,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   hetps::MemberCurveFlags curve;
   hetps::AddMemberCurveFlags(app, "trainer", &curve);
+  bool version = false;
+  app.add_flag("--version", version, "Print hetps's version and the LibTorch it was built with, and exit");
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  if (version) {
+    std::printf("hetps-trainer %s, %s\n", HETPS_VERSION, hetps::TorchBuildDescription().c_str());
+    return 0;
+  }
   hetps::ApplyLogLevel(log_level);
   auto keys = hetps::LoadMemberCurve(curve);
   if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());

@@ -14,6 +14,12 @@ void ProgressReporter::AddStep(uint64_t samples, double loss, double compute_sec
   ++steps_;
   loss_sum_ += loss;
   compute_seconds_ += compute_seconds;
+  if (samples == last_batch_) {
+    ++timed_steps_;
+    timed_samples_ += samples;
+    timed_seconds_ += compute_seconds;
+  }
+  last_batch_ = samples;
 }
 
 void ProgressReporter::Report(const TrainerPosition& position, bool force) {
@@ -25,7 +31,8 @@ void ProgressReporter::Report(const TrainerPosition& position, bool force) {
   const double compute_rate = compute_seconds_ > 0 ? samples_ / compute_seconds_ : 0;
   flatbuffers::FlatBufferBuilder fbb(128);
   auto body = wire::CreateProgress(fbb, position.epoch, position.clock, position.samples, last_loss_, rate,
-                                   position.weight_version, compute_rate, position.batch_size);
+                                   position.weight_version, compute_rate, position.batch_size, timed_steps_,
+                                   timed_samples_, timed_seconds_);
   Status status = control_->Send(sender_->Seal(fbb, wire::Body::Progress, body.Union()));
   if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
   last_report_ = now;
@@ -33,6 +40,9 @@ void ProgressReporter::Report(const TrainerPosition& position, bool force) {
   steps_ = 0;
   loss_sum_ = 0;
   compute_seconds_ = 0;
+  timed_steps_ = 0;
+  timed_samples_ = 0;
+  timed_seconds_ = 0;
 }
 
 }  // namespace hetps

@@ -224,20 +224,26 @@ void PsClient::BeginStep(uint64_t clock, uint32_t batch_size) {
 }
 
 Status PsClient::PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner) {
+  return PushTensor(tensor, grad, wire::DType::F32, std::move(owner));
+}
+
+Status PsClient::PushTensor(size_t tensor, const void* grad, wire::DType grad_dtype,
+                            std::shared_ptr<const void> owner) {
   HETPS_CHECK(step_batch_ > 0 && tensor < step_pushed_.size() && !step_pushed_[tensor]);
-  step_pushed_[tensor] = true;
   const wire::DType dtype = options_.wire_dtype;
+  HETPS_CHECK(grad_dtype == dtype || grad_dtype == wire::DType::F32) << DTypeName(grad_dtype);
+  step_pushed_[tensor] = true;
   for (uint32_t id : partitions_of_tensor_[tensor]) {
     const PartitionInfo& p = map_.partitions()[id];
     Outgoing& out = outgoing_[p.server];
-    const float* data = grad + p.offset;
     const size_t bytes = p.length * DTypeSize(dtype);
-    if (dtype == wire::DType::F32) {
+    const auto* data = static_cast<const char*>(grad) + p.offset * DTypeSize(grad_dtype);
+    if (grad_dtype == dtype) {
       out.frames.push_back(BorrowFrame(data, bytes, owner));
     } else {
       // Narrowed straight into the frame ZeroMQ sends.
       out.frames.emplace_back(bytes);
-      PackFloats(data, p.length, dtype, out.frames.back().data());
+      PackFloats(reinterpret_cast<const float*>(data), p.length, dtype, out.frames.back().data());
     }
     out.partitions.push_back(id);
     out.bytes += bytes;

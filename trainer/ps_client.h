@@ -58,6 +58,9 @@ class PsClient {
 
   Status Connect();
 
+  // The dtype gradients travel as (and weights are asked for as).
+  wire::DType wire_dtype() const { return options_.wire_dtype; }
+
   // Offers `weights` (one host buffer per tensor) as the initial model; servers keep the first
   // offer they get. `owner` keeps the buffers alive until sent.
   Status InitWeights(const std::vector<const float*>& weights, std::shared_ptr<const void> owner);
@@ -81,6 +84,9 @@ class PsClient {
   // Sends tensor `tensor`'s gradient (a host buffer of its elements, kept alive by `owner` until
   // sent) with whatever else is ready for the same servers, once enough bytes are ready.
   Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
+  // The same for a gradient whose elements are `dtype`: float32, or already the wire dtype (as
+  // GradientStaging converts them on the device), in which case the bytes go out as they are.
+  Status PushTensor(size_t tensor, const void* grad, wire::DType dtype, std::shared_ptr<const void> owner);
   // Whether tensor `tensor`'s gradient has been pushed in the step under way.
   bool Pushed(size_t tensor) const { return step_pushed_[tensor]; }
   Result<PullResult> FinishStep(const std::vector<float*>& weights);

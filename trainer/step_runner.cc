@@ -1,5 +1,6 @@
 #include "trainer/step_runner.h"
 
+#include <cstdio>
 #include <memory>
 #include <thread>
 
@@ -8,6 +9,24 @@
 #include "trainer/device/device.h"
 
 namespace hetps {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+std::string StepRunner::Timings::ToString() const {
+  const double n = steps > 0 ? static_cast<double>(steps) : 1;
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "compute %.1f ms, device-to-host %.1f ms, wire %.1f ms, host-to-device %.1f ms per step",
+                1e3 * compute / n, 1e3 * device_to_host / n, 1e3 * wire / n, 1e3 * host_to_device / n);
+  return text;
+}
 
 StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, const Dataset& train,
                        torch::Device device, Options options)
@@ -17,12 +36,13 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
       train_(train),
       device_(device),
       options_(std::move(options)),
-      // Hooks run on the thread that calls backward only on the CPU; elsewhere they would run on
-      // a device thread that may not touch the client's sockets.
-      overlapping_(options_.overlap && device.is_cpu()),
+      // Without staging, hooks push from the thread that runs backward, which must then be the
+      // loop thread: only the CPU runs them there.
+      overlapping_(options_.overlap && (options_.staging != nullptr || device.is_cpu())),
       pacer_(options_.slowdown),
       tensors_(buffers.signature().size()),
       loop_thread_(std::this_thread::get_id()) {
+  if (options_.staging != nullptr) compute_ = std::make_unique<ComputeThread>();
   if (overlapping_) {
     buffers_.SetGradientHook([this](size_t tensor, const torch::Tensor& grad) { OnGradient(tensor, grad); });
   }
@@ -35,17 +55,32 @@ StepRunner::~StepRunner() {
 Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<int64_t>& indices) {
   Outcome outcome;
   client_.BeginStep(clock, static_cast<uint32_t>(indices.size()));
-  if (!indices.empty()) HETPS_RETURN_IF_ERROR(Compute(indices, &outcome));
+  const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
+  if (!indices.empty()) {
+    HETPS_RETURN_IF_ERROR(options_.staging ? ComputeStaged(indices, &outcome) : Compute(indices, &outcome));
+  }
+  auto start = Clock::now();
+  HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
+  double host_to_device = SecondsSince(start);
+  start = Clock::now();
   auto pulled = client_.FinishStep(buffers_.weight_targets());
   if (!pulled.ok()) return pulled.status();
-  buffers_.CommitWeights();
+  const double wire = SecondsSince(start);
+  start = Clock::now();
+  HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
+  host_to_device += SecondsSince(start);
   outcome.pulled = *pulled;
+  if (!indices.empty()) {
+    ++timings_.steps;
+    timings_.wire += wire;
+    timings_.host_to_device += host_to_device;
+    if (options_.staging) timings_.device_to_host += options_.staging->copy_wait_seconds() - copy_wait_before;
+  }
   return outcome;
 }
 
-Status StepRunner::Compute(const std::vector<int64_t>& indices, Outcome* outcome) {
-  pacer_.Start();
-  push_status_ = Status::Ok();
+Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* loss_value) {
+  const auto start = Clock::now();
   try {
     Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
     buffers_.ClearGradients();
@@ -53,26 +88,93 @@ Status StepRunner::Compute(const std::vector<int64_t>& indices, Outcome* outcome
     in_backward_ = true;
     loss.backward();
     in_backward_ = false;
-    outcome->loss = loss.item<double>();  // waits for the device to finish
+    *loss_value = loss.item<double>();  // waits for the device to finish
+    timings_.compute += SecondsSince(start);
   } catch (const c10::Error& e) {
     in_backward_ = false;
     return Status::Internal("LibTorch failed in a training step of model " + options_.model_name + " on " +
                             DeviceDescription(device_) + ": " + e.what_without_backtrace());
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc, on the compute thread too
+    in_backward_ = false;
+    return Status::Internal("a training step of model " + options_.model_name + " on " +
+                            DeviceDescription(device_) + " failed: " + e.what());
   }
+  return Status::Ok();
+}
+
+Status StepRunner::Compute(const std::vector<int64_t>& indices, Outcome* outcome) {
+  pacer_.Start();
+  push_status_ = Status::Ok();
+  HETPS_RETURN_IF_ERROR(ForwardBackward(indices, &outcome->loss));
   HETPS_RETURN_IF_ERROR(push_status_);
   pacer_.Wait();
-  // Whatever the hooks did not push: everything without overlap, a parameter without gradient.
-  for (size_t t = 0; t < tensors_; ++t) {
-    if (client_.Pushed(t)) continue;
-    auto [data, owner] = buffers_.HostGradient(t);
-    HETPS_RETURN_IF_ERROR(client_.PushTensor(t, data, std::move(owner)));
-  }
+  HETPS_RETURN_IF_ERROR(PushRemaining());
   outcome->compute_seconds = pacer_.Seconds();
   return Status::Ok();
 }
 
+Status StepRunner::ComputeStaged(const std::vector<int64_t>& indices, Outcome* outcome) {
+  GradientStaging& staging = *options_.staging;
+  pacer_.Start();
+  staging.BeginStep();
+  compute_->Start([this, &indices, outcome] { return ForwardBackward(indices, &outcome->loss); });
+  size_t pushed = 0;
+  Status status;
+  // Each gradient as its copy finishes, until backward is over; then what was staged last.
+  while (status.ok() && overlapping_ && !compute_->Done()) {
+    status = PushStaged(std::chrono::milliseconds(5), &pushed);
+  }
+  Status computed = compute_->Wait();
+  if (status.ok() && overlapping_) status = PushStaged(std::chrono::milliseconds(0), &pushed);
+  HETPS_RETURN_IF_ERROR(computed);
+  HETPS_RETURN_IF_ERROR(status);
+  if (!overlapping_) {
+    // Staged after backward, in order; the copies still overlap the pushes of earlier tensors.
+    size_t staged = 0;
+    for (size_t t = 0; t < tensors_; ++t) {
+      torch::Tensor grad = buffers_.DeviceGradient(t);
+      if (!grad.defined()) continue;
+      staging.Stage(t, grad);
+      ++staged;
+    }
+    pacer_.Wait();
+    while (pushed < staged) HETPS_RETURN_IF_ERROR(PushStaged(std::chrono::milliseconds(1000), &pushed));
+  }
+  pacer_.Wait();
+  HETPS_RETURN_IF_ERROR(PushRemaining());
+  outcome->compute_seconds = pacer_.Seconds();
+  return Status::Ok();
+}
+
+Status StepRunner::PushStaged(std::chrono::milliseconds timeout, size_t* pushed) {
+  GradientStaging& staging = *options_.staging;
+  while (true) {
+    HETPS_ASSIGN_OR_RETURN(std::optional<size_t> tensor, staging.Next(timeout));
+    if (!tensor) return Status::Ok();
+    pacer_.Wait();
+    HETPS_RETURN_IF_ERROR(
+        client_.PushTensor(*tensor, staging.data(*tensor), staging.wire_dtype(), staging.owner(*tensor)));
+    ++*pushed;
+    timeout = std::chrono::milliseconds(0);
+  }
+}
+
+Status StepRunner::PushRemaining() {
+  for (size_t t = 0; t < tensors_; ++t) {
+    if (client_.Pushed(t)) continue;
+    HETPS_ASSIGN_OR_RETURN(auto gradient, buffers_.HostGradient(t));
+    HETPS_RETURN_IF_ERROR(client_.PushTensor(t, gradient.first, std::move(gradient.second)));
+  }
+  return Status::Ok();
+}
+
 void StepRunner::OnGradient(size_t tensor, const torch::Tensor& grad) {
-  if (!in_backward_ || !push_status_.ok() || std::this_thread::get_id() != loop_thread_) return;
+  if (!in_backward_) return;
+  if (options_.staging != nullptr) {
+    options_.staging->Stage(tensor, grad);
+    return;
+  }
+  if (!push_status_.ok() || std::this_thread::get_id() != loop_thread_) return;
   pacer_.Wait();
   auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
   push_status_ = client_.PushTensor(tensor, held->data_ptr<float>(), held);

@@ -1,14 +1,22 @@
 // StepRunner: one training step of a trainer. A batch goes through forward and backward; every
 // gradient is handed to the PS client, from an autograd hook as backward produces it when
-// overlapping (CPU), or after backward otherwise; then the weights that follow the step are
-// written back into the model. --slowdown's sleeps (Pacer) happen here too.
+// overlapping, or after backward otherwise; then the weights that follow the step are written
+// back into the model. --slowdown's sleeps (Pacer) happen here too.
 //
-// Borrows the model, its buffers, the PS client and the training data, which must outlive it.
-// Used by the trainer's loop thread only, which owns the client's sockets: a hook that runs on
-// another thread (a device thread of LibTorch) pushes nothing.
+// Two paths. On the CPU the loop thread runs backward itself and the hook pushes the gradient
+// tensor in place. With a GradientStaging (GPUs, or a test's fake copy stream on the CPU) forward
+// and backward run on a ComputeThread; the hook stages each gradient (wire dtype conversion on the
+// device, a non-blocking copy to a pinned host buffer, an event) and the loop thread pushes each
+// one once its copy has finished, while backward goes on.
+//
+// Borrows the model, its buffers, the staging, the PS client and the training data, which must
+// outlive it. Used by the trainer's loop thread only, which owns the client's sockets.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +25,8 @@
 
 #include "common/status.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/device/compute_thread.h"
+#include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
 #include "trainer/models/models.h"
 #include "trainer/pacer.h"
@@ -27,9 +37,11 @@ namespace hetps {
 class StepRunner {
  public:
   struct Options {
-    bool overlap = true;     // push each gradient as backward produces it (CPU only)
+    bool overlap = true;     // push each gradient as backward produces it
     double slowdown = 1;     // >= 1: see Pacer
     std::string model_name;  // for error messages
+    // Where gradients leave the device (null on the CPU: pushed in place); must outlive the runner.
+    GradientStaging* staging = nullptr;
   };
 
   // What a step did.
@@ -43,18 +55,38 @@ class StepRunner {
              torch::Device device, Options options);
   ~StepRunner();
 
-  // Whether gradients are pushed during backward (overlap asked for, on the CPU).
+  // Where the steps' time went, summed over the steps with data (seconds).
+  struct Timings {
+    uint64_t steps = 0;
+    double compute = 0;         // forward and backward, until the loss is on the host
+    double device_to_host = 0;  // waiting for gradient copies to finish (GPU)
+    double wire = 0;            // from the last push to the last weights received
+    double host_to_device = 0;  // enqueueing weight copies and waiting for the previous ones
+    // "compute 41.2 ms, device-to-host 0.0 ms, wire 12.1 ms, host-to-device 0.0 ms per step"
+    std::string ToString() const;
+  };
+  const Timings& timings() const { return timings_; }
+
+  // Whether gradients are pushed during backward.
   bool overlapping() const { return overlapping_; }
 
   // Step `clock` on the samples `indices` (none: takes part in the sync round without data).
-  // A LibTorch failure is an Internal error naming the model's device; a failed push or pull is
-  // the PS client's error.
+  // A LibTorch failure is an Internal error naming the model's device (and the tensor, for a
+  // copy); a failed push or pull is the PS client's error. Never throws c10::Error.
   Result<Outcome> Run(uint64_t clock, const std::vector<int64_t>& indices);
 
  private:
   // Forward and backward on `indices`, pushing every gradient of the step under way.
   Status Compute(const std::vector<int64_t>& indices, Outcome* outcome);
-  // The autograd hook: pushes tensor `tensor`'s gradient now, when overlapping on this thread.
+  // The same through the staging: backward on the compute thread, pushes from this one.
+  Status ComputeStaged(const std::vector<int64_t>& indices, Outcome* outcome);
+  // Forward and backward; the loss into `loss`. Internal naming the device on a LibTorch failure.
+  Status ForwardBackward(const std::vector<int64_t>& indices, double* loss);
+  // Pushes the gradients not pushed yet (all without overlap; parameters without one).
+  Status PushRemaining();
+  // Pushes the gradients the staging has ready, waiting up to `timeout` for the first.
+  Status PushStaged(std::chrono::milliseconds timeout, size_t* pushed);
+  // The autograd hook: pushes (CPU, on the loop thread) or stages tensor `tensor`'s gradient.
   void OnGradient(size_t tensor, const torch::Tensor& grad);
 
   Model& model_;
@@ -67,8 +99,10 @@ class StepRunner {
   Pacer pacer_;
   size_t tensors_;
   std::thread::id loop_thread_;  // the thread that owns the client's sockets
-  bool in_backward_ = false;
-  Status push_status_;  // the first failed push of the step under way
+  std::atomic<bool> in_backward_{false};
+  Status push_status_;                      // the first failed push of the step under way
+  std::unique_ptr<ComputeThread> compute_;  // with staging only
+  Timings timings_;
 };
 
 }  // namespace hetps

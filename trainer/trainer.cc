@@ -11,8 +11,11 @@
 #include "trainer/chunk_sampler.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/blas_check.h"
+#include "trainer/device/copy_stream.h"
 #include "trainer/device/device.h"
+#include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
+#include "trainer/device/torch_build.h"
 #include "trainer/evaluator.h"
 #include "trainer/job_info.h"
 #include "trainer/models/models.h"
@@ -59,6 +62,8 @@ class Trainer::Session {
   Sender sender_{wire::Role::Trainer};
   std::unique_ptr<ControlChannel> control_;
   torch::Device device_{torch::kCPU};
+  std::unique_ptr<CopyStream> copy_stream_;   // null on the CPU
+  std::unique_ptr<GradientStaging> staging_;  // with copy_stream_
   JobInfo job_;
   Dataset train_;
   Dataset test_;
@@ -110,9 +115,12 @@ Status Trainer::Session::ShutdownStatus() const {
 }
 
 Status Trainer::Session::Setup() {
-  auto device = SelectDevice(options_.device);
+  std::string why;
+  auto device = SelectDevice(options_.device, &why);
   if (!device.ok()) return device.status();
   device_ = *device;
+  HETPS_LOG(INFO) << "computing on " << DeviceDescription(device_) << " (" << why << "); "
+                  << TorchBuildDescription();
   if (auto warning = ReferenceBlasWarning()) HETPS_LOG(WARNING) << *warning;
   HETPS_RETURN_IF_ERROR(JoinScheduler());
   HETPS_RETURN_IF_ERROR(LoadData());
@@ -123,6 +131,13 @@ Status Trainer::Session::Setup() {
   step_options.overlap = options_.overlap;
   step_options.slowdown = options_.slowdown;
   step_options.model_name = job_.model;
+  if (copy_stream_) {
+    auto staging =
+        GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
+    if (!staging.ok()) return staging.status();
+    staging_ = std::move(*staging);
+    step_options.staging = staging_.get();
+  }
   step_ = std::make_unique<StepRunner>(*model_, *buffers_, *client_, train_, device_, step_options);
   Evaluator::Options eval_options;
   eval_options.batch_size = job_.eval_batch_size;
@@ -133,15 +148,16 @@ Status Trainer::Session::Setup() {
                                             job_.request_timeout);
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
-  HostTensors initial = buffers_->HostWeights();
+  HETPS_ASSIGN_OR_RETURN(HostTensors initial, buffers_->HostWeights());
   HETPS_RETURN_IF_ERROR(client_->InitWeights(initial.data, initial.owner));
   auto pulled = client_->Pull(/*clock=*/0, /*latest=*/false, buffers_->weight_targets());
   if (!pulled.ok()) return pulled.status();
-  buffers_->CommitWeights();
+  HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
   weight_version_ = pulled->weight_version;
   HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts, pushing "
                   << (step_->overlapping() ? "each gradient as backward produces it"
-                                           : "the gradients after backward");
+                                           : "the gradients after backward")
+                  << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
   return Status::Ok();
 }
 
@@ -184,8 +200,14 @@ Status Trainer::Session::BuildModelOnDevice() {
   auto model = BuildModel(job_.model, job_.seed);
   if (!model.ok()) return model.status();
   model_ = *model;
-  model_->to(device_);
-  auto buffers = ModelBuffers::Create(*model_, device_);
+  try {
+    copy_stream_ = options_.copy_stream ? options_.copy_stream() : MakeCopyStream(device_);
+    model_->to(device_);
+  } catch (const c10::Error& e) {
+    return Status::Internal("moving model " + job_.model + " to " + DeviceDescription(device_) + ": " +
+                            e.what_without_backtrace());
+  }
+  auto buffers = ModelBuffers::Create(*model_, device_, copy_stream_.get());
   if (!buffers.ok()) return buffers.status();
   buffers_ = std::move(*buffers);
   return Status::Ok();
@@ -269,7 +291,7 @@ Status Trainer::Session::TrainEpochs() {
   auto body = wire::CreateDone(fbb, clock_, samples_);
   HETPS_RETURN_IF_ERROR(control_->Send(sender_.Seal(fbb, wire::Body::Done, body.Union())));
   HETPS_LOG(INFO) << "trained " << job_.epochs << " epochs: " << clock_ << " steps, " << samples_
-                  << " samples";
+                  << " samples; step time: " << step_->timings().ToString();
   return Status::Ok();
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,8 @@
 
 namespace hetps {
 
+class CopyStream;
+
 struct TrainerOptions {
   std::string scheduler = "tcp://127.0.0.1:7400";              // the scheduler's control endpoint
   std::string device = "auto";                                 // auto | cpu | cuda[:N] | mps
@@ -28,9 +31,12 @@ struct TrainerOptions {
   std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
-  bool overlap = true;  // push each tensor's gradient as soon as backward has produced it (CPU;
-                        // on CUDA and MPS every gradient is pushed after backward)
-  CurveKeys curve{};    // CURVE: this trainer's key pair and the scheduler's public key; empty: none
+  bool overlap = true;  // push each tensor's gradient as soon as backward has produced it
+  // Where copies between the device and the host run. Empty (the default): the device's own copy
+  // stream, none on the CPU. Tests give a fake to run the GPU data path on the CPU or to make a
+  // copy fail as a failing GPU would.
+  std::function<std::unique_ptr<CopyStream>()> copy_stream;
+  CurveKeys curve{};  // CURVE: this trainer's key pair and the scheduler's public key; empty: none
 };
 
 class Trainer {

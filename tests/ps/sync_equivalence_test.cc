@@ -41,7 +41,7 @@ Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster
   if (!buffers.ok()) return buffers.status();
   testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
   HETPS_RETURN_IF_ERROR(trainer.Setup((*buffers)->signature()));
-  HostTensors initial = (*buffers)->HostWeights();
+  HETPS_ASSIGN_OR_RETURN(HostTensors initial, (*buffers)->HostWeights());
   HETPS_RETURN_IF_ERROR(trainer.client().InitWeights(initial.data, initial.owner));
   auto pulled = trainer.client().Pull(0, false, (*buffers)->weight_targets());
   if (!pulled.ok()) return pulled.status();
@@ -51,7 +51,7 @@ Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster
     Batch batch = MakeBatch(data, rows.data(), rows.size(), torch::kCPU);
     (*buffers)->ClearGradients();
     torch::nn::functional::cross_entropy((*model)->forward(batch.input), batch.target).backward();
-    HostTensors grads = (*buffers)->HostGradients();
+    HETPS_ASSIGN_OR_RETURN(HostTensors grads, (*buffers)->HostGradients());
     auto result = trainer.client().PushPull(step, static_cast<uint32_t>(count), grads.data, grads.owner,
                                             (*buffers)->weight_targets());
     if (!result.ok()) return result.status();

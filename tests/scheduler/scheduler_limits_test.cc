@@ -4,6 +4,7 @@
 // server that cannot take the job's partitions ends the job at once with a clear reason.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <future>
 
 #include "common/transport.h"
@@ -109,9 +110,9 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_REQUIRE(trainer.Setup(kModel).ok());
 
   Sender sender(wire::Role::Trainer);
-  auto progress = [&](uint64_t samples, double rate) {
+  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1) {
     flatbuffers::FlatBufferBuilder fbb(128);
-    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32);
+    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds);
     return sender.Seal(fbb, wire::Body::Progress, body.Union());
   };
   // Past 2^32 snapshots of 1000 samples, the snapshot counter used to wrap and loop forever.
@@ -121,10 +122,13 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_CHECK(SecondsSince(start) < 5);
   refusal = SendThenAskForChunk(trainer, sender, progress(64, -1.0));
   CATCH_CHECK(Contains(refusal, "Progress.samples_per_second"));
+  // A NaN time would poison the balancer's speed estimate.
+  refusal = SendThenAskForChunk(trainer, sender, progress(64, 100, std::nan("")));
+  CATCH_CHECK(Contains(refusal, "Progress.timed_seconds"));
   // An honest report is taken without complaint.
   CATCH_CHECK(SendThenAskForChunk(trainer, sender, progress(64, 100)).empty());
   cluster.Stop();
-  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 2);
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 3);
 }
 
 CATCH_TEST_CASE("A server whose frame limit is below the job's partitions ends the job at once, naming it",

@@ -336,7 +336,10 @@ CATCH_TEST_CASE("A finished job's run summary has its figures and is written as 
   testing::LocalCluster cluster(job);
   CATCH_REQUIRE(cluster.Start().ok());
   auto trainer_run = std::async(std::launch::async, [&cluster] {
-    Trainer trainer(cluster.context(), TrainerOptions{cluster.scheduler_endpoint(), "cpu"});
+    TrainerOptions options;
+    options.scheduler = cluster.scheduler_endpoint();
+    options.device = "cpu";
+    Trainer trainer(cluster.context(), options);
     return trainer.Run();
   });
   Status status = cluster.WaitForJob(seconds(180));

@@ -38,7 +38,7 @@ Result<Run> Train(testing::LocalCluster& cluster, const Dataset& data, uint64_t 
   options.coalesce_bytes = coalesce_bytes;
   HETPS_RETURN_IF_ERROR(trainer.Setup((*buffers)->signature(), options));
   PsClient& client = trainer.client();
-  HostTensors initial = (*buffers)->HostWeights();
+  HETPS_ASSIGN_OR_RETURN(HostTensors initial, (*buffers)->HostWeights());
   HETPS_RETURN_IF_ERROR(client.InitWeights(initial.data, initial.owner));
   auto pulled = client.Pull(0, false, (*buffers)->weight_targets());
   if (!pulled.ok()) return pulled.status();
@@ -63,8 +63,8 @@ Result<Run> Train(testing::LocalCluster& cluster, const Dataset& data, uint64_t 
     HETPS_RETURN_IF_ERROR(push_status);
     for (size_t t = 0; t < tensors; ++t) {
       if (client.Pushed(t)) continue;
-      auto [grad, owner] = (*buffers)->HostGradient(t);
-      HETPS_RETURN_IF_ERROR(client.PushTensor(t, grad, std::move(owner)));
+      HETPS_ASSIGN_OR_RETURN(auto gradient, (*buffers)->HostGradient(t));
+      HETPS_RETURN_IF_ERROR(client.PushTensor(t, gradient.first, std::move(gradient.second)));
     }
     auto result = client.FinishStep((*buffers)->weight_targets());
     if (!result.ok()) return result.status();

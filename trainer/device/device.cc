@@ -1,11 +1,12 @@
 #include "trainer/device/device.h"
 
-#include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <cctype>
 #include <limits>
+
+#include "trainer/device/torch_build.h"
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/mps.h>
@@ -18,12 +19,6 @@ namespace {
 
 constexpr const char* kAcceptedForms = "auto, cpu, cuda, cuda:N or mps";
 
-// A backend registers its device guard when its library is loaded, so this tells a build without
-// the backend (or one whose CUDA library the linker dropped) from a machine without the device.
-bool BuiltWith(c10::DeviceType type) {
-  return c10::impl::hasDeviceGuardImpl(type);
-}
-
 bool MpsAvailable() {
 #if TORCH_VERSION_MAJOR >= 2
   return torch::mps::is_available();
@@ -32,32 +27,27 @@ bool MpsAvailable() {
 #endif
 }
 
-Status Unusable(const std::string& spec, const std::string& reason) {
-  return Status::Unavailable("--device " + spec + ": " + reason);
+std::string Devices(int64_t count) {
+  return std::to_string(count) + (count == 1 ? " device" : " devices");
 }
 
-// Why CUDA device `index` cannot be used, or Ok.
-Status CheckCuda(const std::string& spec, int64_t index) {
-  if (!BuiltWith(c10::DeviceType::CUDA)) {
-    return Unusable(spec, "this LibTorch build has no CUDA support");
-  }
+// Why CUDA device `index` cannot be used (without the "--device" prefix), or empty.
+std::string CudaProblem(int64_t index) {
+  if (!TorchHasCuda()) return "this LibTorch build has no CUDA support";
   const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
-  if (count == 0) return Unusable(spec, "no CUDA device is visible");
-  if (index >= count) {
-    return Unusable(spec, "no CUDA device " + std::to_string(index) + " is visible (" +
-                              std::to_string(count) + (count == 1 ? " device)" : " devices)"));
-  }
-  return Status::Ok();
+  if (count == 0) return "no CUDA device is visible";
+  if (index >= count) return "no CUDA device " + std::to_string(index) + " is visible, " + Devices(count);
+  return "";
 }
 
-Status CheckMps(const std::string& spec) {
-  if (!BuiltWith(c10::DeviceType::MPS)) {
-    return Unusable(spec, "this LibTorch build has no MPS support");
-  }
-  if (!MpsAvailable()) {
-    return Unusable(spec, "no MPS device is available (needs Apple silicon and macOS 12.3 or newer)");
-  }
-  return Status::Ok();
+std::string MpsProblem() {
+  if (!TorchHasMps()) return "this LibTorch build has no MPS support";
+  if (!MpsAvailable()) return "no MPS device is available (needs Apple silicon and macOS 12.3 or newer)";
+  return "";
+}
+
+Status Unusable(const std::string& spec, const std::string& problem) {
+  return Status::Unavailable("--device " + spec + ": " + problem + " (" + TorchBuildDescription() + ")");
 }
 
 // The N of "cuda:N": decimal digits only, so "cuda:-1", "cuda:1x" and "cuda:" are malformed
@@ -74,17 +64,33 @@ bool ParseDeviceIndex(const std::string& digits, int64_t* index) {
   return true;
 }
 
+Result<torch::Device> SelectAuto(std::string* why) {
+  const std::string cuda = CudaProblem(0);
+  if (cuda.empty()) {
+    *why = "auto: cuda:0, the first of " + Devices(static_cast<int64_t>(torch::cuda::device_count())) +
+           " (CUDA before MPS and the CPU)";
+    return torch::Device(torch::kCUDA, 0);
+  }
+  const std::string mps = MpsProblem();
+  if (mps.empty()) {
+    *why = "auto: mps, the Apple GPU (CUDA: " + cuda + ")";
+    return torch::Device(torch::kMPS, 0);
+  }
+  *why = "auto: the CPU (CUDA: " + cuda + "; MPS: " + mps + "; " + TorchBuildDescription() + ")";
+  return torch::Device(torch::kCPU);
+}
+
 }  // namespace
 
-Result<torch::Device> SelectDevice(const std::string& spec) {
+Result<torch::Device> SelectDevice(const std::string& spec, std::string* why) {
+  std::string ignored;
+  if (why == nullptr) why = &ignored;
+  if (spec == "auto") return SelectAuto(why);
+  *why = "asked for " + spec;
   if (spec == "cpu") return torch::Device(torch::kCPU);
-  if (spec == "auto") {
-    if (CheckCuda(spec, 0).ok()) return torch::Device(torch::kCUDA, 0);
-    if (CheckMps(spec).ok()) return torch::Device(torch::kMPS, 0);
-    return torch::Device(torch::kCPU);
-  }
   if (spec == "mps") {
-    HETPS_RETURN_IF_ERROR(CheckMps(spec));
+    const std::string problem = MpsProblem();
+    if (!problem.empty()) return Unusable(spec, problem);
     return torch::Device(torch::kMPS, 0);
   }
   int64_t index = 0;
@@ -95,7 +101,8 @@ Result<torch::Device> SelectDevice(const std::string& spec) {
     return Status::InvalidArgument("--device '" + spec + "' is not a device spec (expected " +
                                    kAcceptedForms + ")");
   }
-  HETPS_RETURN_IF_ERROR(CheckCuda(spec, index));
+  const std::string problem = CudaProblem(index);
+  if (!problem.empty()) return Unusable(spec, problem);
   return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
 }
 
