@@ -44,6 +44,12 @@ if ! wait_scheduler; then
   echo "the job did not survive the flood"; show_logs; exit 1
 fi
 for pid in "${flood_pids[@]}"; do wait "$pid" || true; done
+# The members leave once the scheduler has shut the job down (before the work directory goes).
+for pid in "$server_pid" "$trainer0" "$trainer1"; do
+  for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  kill -0 "$pid" 2>/dev/null && { echo "a member did not leave after the job ended"; show_logs; exit 1; }
+  wait "$pid" || true
+done
 cat "$work"/flood-*.out
 for name in scheduler server trainer-0 trainer-1; do
   echo "peak RSS of $name: $((peak[$name] / 1024)) MiB"
