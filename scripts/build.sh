@@ -40,6 +40,14 @@ if [[ -f $cache ]]; then
     exit 2
   fi
   torch=$configured
+  # Regenerate first if the sources' CMake files changed: a build of named targets would otherwise
+  # miss targets added since the last configuration.
+  cmake "$build_dir" >"$build_dir.configure.log" 2>&1 || {
+    tail -n 30 "$build_dir.configure.log" >&2
+    echo "build.sh: CMake could not regenerate $build_dir (all of it in $build_dir.configure.log)" >&2
+    exit 1
+  }
+  rm -f "$build_dir.configure.log"
 else
   if [[ -z $torch ]]; then
     torch=system
