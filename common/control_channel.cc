@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <memory>
 #include <random>
 
+#include "common/handshake_monitor.h"
 #include "common/logging.h"
 #include "common/transport.h"
 
@@ -37,8 +39,9 @@ std::string Seconds(std::chrono::milliseconds ms) {
   return text;
 }
 
-SocketOptions DealerOptions(wire::Role role, std::chrono::milliseconds linger) {
+SocketOptions DealerOptions(wire::Role role, std::chrono::milliseconds linger, const CurveKeys& curve) {
   SocketOptions options;
+  options.curve = curve;
   options.linger_ms = static_cast<int>(linger.count());
   // The scheduler sends envelopes only; the shard map is its largest.
   options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
@@ -237,7 +240,9 @@ void ControlChannel::Fail(Status status) {
 void ControlChannel::Loop() {
   const wire::Role role = sender_->role();
   SetThreadLogTag(std::string(RoleName(role)) + " control");
-  zmq::socket_t socket = MakeSocket(context_, zmq::socket_type::dealer, DealerOptions(role, options_.linger));
+  zmq::socket_t socket =
+      MakeSocket(context_, zmq::socket_type::dealer, DealerOptions(role, options_.linger, options_.curve));
+  auto monitor = std::make_unique<HandshakeMonitor>(context_, socket);
   Status connected = Connect(socket, options_.scheduler);
   if (!connected.ok()) Fail(connected);
   last_heard_ = Clock::now();
@@ -265,9 +270,10 @@ void ControlChannel::Loop() {
                            std::chrono::milliseconds(1), kLoopTick);
     }
     zmq::pollitem_t items[] = {{static_cast<void*>(socket), 0, ZMQ_POLLIN, 0},
-                               {nullptr, outbox_wake_.read_fd(), ZMQ_POLLIN, 0}};
+                               {nullptr, outbox_wake_.read_fd(), ZMQ_POLLIN, 0},
+                               {static_cast<void*>(monitor->socket()), 0, ZMQ_POLLIN, 0}};
     try {
-      zmq::poll(items, 2, timeout);
+      zmq::poll(items, 3, timeout);
     } catch (const zmq::error_t& e) {
       if (e.num() != EINTR) {
         Fail(Status::Unavailable(std::string("polling the connection to the scheduler failed: ") + e.what()));
@@ -275,7 +281,14 @@ void ControlChannel::Loop() {
       }
     }
     if ((items[0].revents & ZMQ_POLLIN) != 0) ReceiveAll(socket);
+    if ((items[2].revents & ZMQ_POLLIN) != 0) {
+      if (auto failure = monitor->TakeFailure()) {
+        Fail(Status::FailedPrecondition("the scheduler at " + options_.scheduler +
+                                        " refused the connection: " + *failure));
+      }
+    }
   }
+  monitor.reset();
   // Closing with the socket's linger: what was sent last (a Goodbye) still goes out.
   socket.close();
 }

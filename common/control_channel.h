@@ -5,7 +5,8 @@
 // that a long training step, evaluation or optimizer pass never makes a live member look dead,
 // receives everything the scheduler sends and queues it in an inbox (ShardMap, Membership,
 // EvalRequest, ...; a Shutdown is also remembered), and notices when the scheduler has been silent
-// longer than its timeout.
+// longer than its timeout, or refused the connection's handshake (a CURVE key it does not admit,
+// or CURVE on one side only).
 //
 // Threads: every public method may be called from any thread; none touches the socket, they hand
 // work to the loop thread through a queue and a wake-up. The owner usually takes the inbox from
@@ -26,6 +27,7 @@
 
 #include "common/message.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "common/wake_pipe.h"
 
 namespace hetps {
@@ -43,6 +45,7 @@ class ControlChannel {
     std::chrono::milliseconds heartbeat_interval{1000};  // replaced by the scheduler's value
     std::chrono::milliseconds scheduler_timeout{30000};  // replaced by the scheduler's value
     std::chrono::milliseconds linger{2000};              // closing waits this long for unsent messages
+    CurveKeys curve{};  // CURVE: this member's key pair and the scheduler's public key; empty: none
   };
 
   // What a member tells the scheduler about itself when joining.
@@ -75,7 +78,8 @@ class ControlChannel {
   Result<Message> Request(zmq::message_t request, wire::Body reply, std::chrono::milliseconds timeout);
 
   // OK while the channel works; Unavailable (sticky) once the scheduler has been silent longer
-  // than its timeout after Join, or the socket failed.
+  // than its timeout after Join, or the socket failed; FailedPrecondition (sticky) once the
+  // scheduler refused the connection's handshake.
   Status Check() const;
 
   // The oldest queued message from the scheduler, if any.

@@ -188,6 +188,31 @@ Status ReadCheckpoint(const YAML::Node& node, const std::string& source, Checkpo
   return Status::Ok();
 }
 
+Status ReadSecurity(const YAML::Node& node, const std::string& source, SecurityOptions* out) {
+  const std::vector<Field> fields = {
+      {"curve", [out](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &out->curve); }},
+      {"keys_dir",
+       [out](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &out->keys_dir); }},
+      {"allowed",
+       [out, source](const YAML::Node& n, const std::string& w) {
+         if (!n.IsSequence()) return Status::InvalidArgument(w + ": expected a list of key names");
+         out->allowed.clear();
+         for (const YAML::Node& name : n) {
+           std::string text;
+           HETPS_RETURN_IF_ERROR(ReadString(name, Where(source, name, "security.allowed"), &text));
+           out->allowed.push_back(text);
+         }
+         return Status::Ok();
+       }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "security.", fields));
+  if (out->curve && out->keys_dir.empty()) {
+    return Status::InvalidArgument(Where(source, node, "security.keys_dir") +
+                                   ": required with curve: true (the directory hetps-keygen wrote)");
+  }
+  return Status::Ok();
+}
+
 std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   auto u32 = [](uint32_t* field, uint32_t min, uint32_t max) {
     return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
@@ -251,6 +276,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
                                  const std::string&) { return ReadCheckpoint(n, source, &o->checkpoint); }},
       {"model_out",
        [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->model_out); }},
+      {"security", [o, source](const YAML::Node& n,
+                               const std::string&) { return ReadSecurity(n, source, &o->security); }},
   };
 }
 
@@ -382,6 +409,9 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
   }
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  if (o.security.curve && o.security.keys_dir.empty()) {
+    return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
+  }
   if (o.staleness_aware_lr && o.mode == ConsistencyMode::kSync) {
     return Status::InvalidArgument(
         "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
@@ -455,6 +485,11 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "recovery_timeout_s" << YAML::Value << o.checkpoint.recovery_timeout_s;
   out << YAML::EndMap;
   out << YAML::Key << "model_out" << YAML::Value << o.model_out;
+  out << YAML::Key << "security" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "curve" << YAML::Value << o.security.curve;
+  out << YAML::Key << "keys_dir" << YAML::Value << o.security.keys_dir;
+  out << YAML::Key << "allowed" << YAML::Value << YAML::Flow << o.security.allowed;
+  out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }

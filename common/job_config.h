@@ -40,6 +40,14 @@ struct CheckpointOptions {
   uint32_t recovery_timeout_s = 600;  // a lost server must be replaced within this long
 };
 
+// The job file's `security` section.
+struct SecurityOptions {
+  bool curve = false;                // encrypt and authenticate every connection with CURVE
+  std::string keys_dir;              // holds scheduler.key and scheduler.pub, and the public keys
+                                     // (NAME.pub) of the members to admit; required with curve
+  std::vector<std::string> allowed;  // names of the keys to admit; empty: every *.pub in keys_dir
+};
+
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn
   std::string dataset = "fashion-mnist";  // the only data set for now
@@ -83,6 +91,7 @@ struct JobOptions {
   CheckpointOptions checkpoint;                  // checkpoints, and recovery from a lost server
   std::string model_out;                         // write the trained model here (safetensors) at
                                                  // the end; empty: not written
+  SecurityOptions security;                      // CURVE (docs/security.md); default: none
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

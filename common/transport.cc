@@ -23,6 +23,14 @@ zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const S
   }
   socket.set(zmq::sockopt::sndhwm, options.send_hwm);
   socket.set(zmq::sockopt::rcvhwm, options.receive_hwm);
+  if (options.curve_server) {
+    socket.set(zmq::sockopt::curve_server, 1);
+    socket.set(zmq::sockopt::curve_secretkey, options.curve.secret_key);
+  } else if (!options.curve.server_key.empty()) {
+    socket.set(zmq::sockopt::curve_serverkey, options.curve.server_key);
+    socket.set(zmq::sockopt::curve_publickey, options.curve.public_key);
+    socket.set(zmq::sockopt::curve_secretkey, options.curve.secret_key);
+  }
   return socket;
 }
 

@@ -18,6 +18,14 @@
 
 namespace hetps {
 
+// CURVE keys as Z85 text (security/curve_keys.h reads them from files); all empty: plaintext.
+struct CurveKeys {
+  std::string public_key;
+  std::string secret_key;
+  std::string server_key;  // a client's: the public key of the server it connects to
+  bool on() const { return !secret_key.empty(); }
+};
+
 struct SocketOptions {
   int linger_ms = 2000;            // how long close() keeps unsent messages
   int64_t max_message_bytes = -1;  // per frame; a peer sending more is disconnected (-1 = none)
@@ -31,6 +39,11 @@ struct SocketOptions {
   // ROUTER sending without blocking finds a full queue and drops the message.
   int send_hwm = 1000;
   int receive_hwm = 1000;
+  // CURVE: a server needs its secret key and admits whom the context's authentication handler
+  // admits (security/zap_handler.h); a client (curve.server_key set) needs its key pair and the
+  // server's public key, and never talks to a server without that key.
+  bool curve_server = false;
+  CurveKeys curve;
 };
 
 // What one received message may hold, beyond which it is refused (Message::over_limit). ZeroMQ

@@ -5,6 +5,8 @@
 #include "common/cli.h"
 #include "common/logging.h"
 #include "ps/server.h"
+#include "security/curve_keys.h"
+#include "security/member_curve.h"
 
 int main(int argc, char** argv) {
   hetps::ServerOptions options;
@@ -35,9 +37,20 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
+  hetps::MemberCurveFlags curve;
+  hetps::AddMemberCurveFlags(app, "server", &curve);
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   hetps::ApplyLogLevel(log_level);
+  auto keys = hetps::LoadMemberCurve(curve);
+  if (!keys.ok()) return hetps::FatalError("hetps-server", keys.status());
+  options.curve = *keys;
+  if (options.curve.on()) {
+    // Trainers' keys: every public key in the directory (the scheduler admits only the job's).
+    auto allowed = hetps::ReadAllowedKeys(curve.keys_dir, {});
+    if (!allowed.ok()) return hetps::FatalError("hetps-server", allowed.status());
+    options.curve_allowed = *allowed;
+  }
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 
   zmq::context_t context(1);

@@ -41,12 +41,21 @@ Status Server::Start() {
   socket_options.max_message_bytes = options_.max_message_bytes;
   socket_options.receive_hwm = kDataReceiveHwm;
   socket_options.send_hwm = kDataSendHwm;
+  if (options_.curve.on()) {
+    // The handler answers every CURVE handshake of this context, so it starts first.
+    auto zap = ZapHandler::Start(context_, options_.curve_allowed, &refusals_, "this server");
+    if (!zap.ok()) return zap.status();
+    zap_ = std::move(*zap);
+    socket_options.curve_server = true;
+    socket_options.curve.secret_key = options_.curve.secret_key;
+  }
   data_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  if (zap_) zap_->Watch(data_);
   // Until the shard map says what trainers will send, nothing valid has tensor frames.
   data_limits_ = ReceiveLimits{1, kDefaultMaxEnvelopeBytes};
   auto bound = Bind(data_, options_.bind);
   if (!bound.ok()) return bound.status();
-  WarnIfExposed("this server", *bound, /*curve=*/false);
+  WarnIfExposed("this server", *bound, options_.curve.on());
   endpoint_ = options_.advertise.empty() ? Advertised(*bound) : options_.advertise;
   return Status::Ok();
 }
@@ -63,6 +72,7 @@ Status Server::Serve() {
   ControlChannel::Options control_options;
   control_options.scheduler = options_.scheduler;
   control_options.connect_timeout = options_.connect_timeout;
+  control_options.curve = options_.curve;
   control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
   // Heartbeats go out from the channel's thread, with the counters PublishStats() last copied.
   control_->set_heartbeat_builder([this](Sender& s) { return BuildHeartbeat(s, PublishedStats(), false); });

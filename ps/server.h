@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,7 @@
 #include "common/transport.h"
 #include "ps/shard.h"
 #include "ps/trainer_identities.h"
+#include "security/zap_handler.h"
 
 namespace hetps {
 
@@ -43,6 +45,10 @@ struct ServerOptions {
   // loop thread that owns the sockets. 1 does that work on the loop thread itself: best on a
   // host shared with trainers; on a machine of its own, about one per spare core.
   size_t threads = 1;
+  // CURVE: this server's key pair and the scheduler's public key (security/curve_keys.h), and
+  // the public keys by name its data socket admits. Empty: plaintext.
+  CurveKeys curve;
+  std::map<std::string, std::string> curve_allowed;
 };
 
 class Server {
@@ -125,6 +131,7 @@ class Server {
   std::string scheduler_token_;   // the routing id of the scheduler's connection (shard map)
   ReceiveLimits data_limits_;     // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;
+  std::unique_ptr<ZapHandler> zap_;  // with CURVE: admits trainers' keys (counts in refusals_)
   uint64_t pulls_answered_ = 0;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
   std::chrono::steady_clock::time_point stats_published_{};

@@ -20,7 +20,7 @@ void RequestStop(int) {
 }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out;
+  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out, curve_keys;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
@@ -67,6 +67,10 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--checkpoint-interval")) job->checkpoint.interval_seconds = o.checkpoint_interval;
   if (given("--checkpoint-keep")) job->checkpoint.keep = o.checkpoint_keep;
   if (given("--model-out")) job->model_out = o.model_out;
+  if (given("--curve-keys")) {
+    job->security.curve = true;
+    job->security.keys_dir = o.curve_keys;
+  }
   return hetps::ValidateJobOptions(*job);
 }
 
@@ -126,6 +130,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-train-samples", o.max_train_samples,
                  "Train on the first N samples of the training set only (0: all)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 40));
+  app.add_option("--curve-keys", o.curve_keys,
+                 "Use CURVE with the keys in this directory (scheduler.key, and NAME.pub of every "
+                 "member to admit): the job file's security section with curve: true");
   app.add_option("--progress", progress,
                  "Progress display: auto (in place on a terminal, else plain lines), plain, none")
       ->check(CLI::IsMember({"auto", "plain", "none"}));

@@ -62,14 +62,16 @@ Status Scheduler::Start() {
   SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);
   socket_options.receive_hwm = kControlReceiveHwm;
+  HETPS_RETURN_IF_ERROR(SetUpCurve(&socket_options));
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
+  if (zap_) zap_->Watch(socket_);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
     return Status::InvalidArgument(bound.status().message() +
                                    " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
-  WarnIfExposed("the scheduler", endpoint_, /*curve=*/false);
+  WarnIfExposed("the scheduler", endpoint_, job_.security.curve);
   monitor_ = std::make_unique<ConnectionMonitor>(context_, socket_);
   if (!options_.resume.empty()) {
     auto manifest = LoadManifest(fs_, options_.resume);

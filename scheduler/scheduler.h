@@ -7,8 +7,8 @@
 // that calls it. endpoint() may be read after Start() from any thread. The class is defined in
 // several files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
 // scheduler_evaluations.cc, scheduler_report.cc (run summary, progress),
-// scheduler_checkpoints.cc (checkpoints, the final model, resuming a job) and
-// scheduler_recovery.cc (replacing a lost server).
+// scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
+// scheduler_recovery.cc (replacing a lost server) and scheduler_identity.cc (CURVE, identities).
 #pragma once
 
 #include <atomic>
@@ -31,6 +31,7 @@
 #include "common/refusals.h"
 #include "common/shard_map.h"
 #include "common/status.h"
+#include "common/transport.h"
 #include "scheduler/balancer.h"
 #include "scheduler/checkpoint_cut.h"
 #include "scheduler/chunk_queue.h"
@@ -40,6 +41,7 @@
 #include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
 #include "scheduler/server_links.h"
+#include "security/zap_handler.h"
 
 namespace hetps {
 
@@ -147,7 +149,12 @@ class Scheduler {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>> ServerEndpointsToWire(
       flatbuffers::FlatBufferBuilder& fbb);
 
-  // Identities (scheduler_identity.cc). ImpostorReason: why `message` may not come from
+  // Identities (scheduler_identity.cc). SetUpCurve: with job.security.curve, reads the keys,
+  // starts the authentication handler and makes `socket` a CURVE server.
+  Status SetUpCurve(SocketOptions* socket);
+  // The public key (Z85) of the key named `name`; empty without CURVE.
+  std::string PublicKeyOf(const std::string& name) const;
+  // ImpostorReason: why `message` may not come from
   // `member` (a CURVE key other than the one it joined with), or "" when it may.
   std::string ImpostorReason(const Member& member, const Message& message) const;
   // The live trainers' identities, for servers (ShardMap and Membership).
@@ -199,6 +206,8 @@ class Scheduler {
   bool failed_ = false;
   std::string failure_;
   RefusalCounter refusals_;
+  std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
+  std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;
   RunSummary summary_;
 

@@ -1,10 +1,36 @@
-// The scheduler's side of identities: a member is bound at Join to its control connection (its
-// routing id) and, with CURVE, to the name of the key it joined with; a trainer also gets a data
-// token, which the servers learn from the shard map and the membership messages sent to them.
-// Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
+// The scheduler's side of CURVE and identities: with CURVE its socket admits only the listed
+// keys; a member is bound at Join to its control connection (its routing id) and, with CURVE, to
+// the name of the key it joined with; a trainer also gets a data token, which the servers learn
+// from the shard map and the membership messages sent to them, as trainers learn each server's
+// public key. Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include "scheduler/scheduler.h"
 
+#include "common/logging.h"
+#include "security/curve_keys.h"
+
 namespace hetps {
+
+Status Scheduler::SetUpCurve(SocketOptions* socket) {
+  const SecurityOptions& security = job_.security;
+  if (!security.curve) return Status::Ok();
+  auto own = ReadCurveKeyPair(security.keys_dir, "scheduler");
+  if (!own.ok()) return own.status().WithContext("the scheduler's CURVE key");
+  auto allowed = ReadAllowedKeys(security.keys_dir, security.allowed);
+  if (!allowed.ok()) return allowed.status().WithContext("security.allowed");
+  member_keys_ = std::move(*allowed);
+  auto zap = ZapHandler::Start(context_, member_keys_, &refusals_, "the scheduler");
+  if (!zap.ok()) return zap.status();
+  zap_ = std::move(*zap);
+  socket->curve_server = true;
+  socket->curve.secret_key = own->secret_key;
+  HETPS_LOG(INFO) << "CURVE on: admitting " << member_keys_.size() << " keys from " << security.keys_dir;
+  return Status::Ok();
+}
+
+std::string Scheduler::PublicKeyOf(const std::string& name) const {
+  auto it = member_keys_.find(name);
+  return it == member_keys_.end() ? "" : it->second;
+}
 
 std::string Scheduler::ImpostorReason(const Member& member, const Message& message) const {
   if (message.user_id == member.key_name) return "";

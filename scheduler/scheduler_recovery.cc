@@ -218,7 +218,8 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint
 Scheduler::ServerEndpointsToWire(flatbuffers::FlatBufferBuilder& fbb) {
   std::vector<flatbuffers::Offset<wire::ServerEndpoint>> endpoints;
   for (Member* server : members_.Members(wire::Role::Server, /*live_only=*/false)) {
-    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str()));
+    endpoints.push_back(wire::CreateServerEndpointDirect(fbb, server->rank, server->endpoint.c_str(),
+                                                         PublicKeyOf(server->key_name).c_str()));
   }
   return fbb.CreateVector(endpoints);
 }

@@ -7,7 +7,7 @@
 #           scripts/install-deps.sh --torch pip; the default on macOS
 # A build directory remembers its LibTorch: later builds there need no --torch, and asking for
 # the other one is an error (use another --build-dir).
-# --binaries-only builds hetps-scheduler, hetps-server and hetps-trainer but not the tests.
+# --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer and hetps-keygen but not the tests.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +19,7 @@ while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "build.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs a value" >&2; exit 2; }; torch=$2; shift 2 ;;
-    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer); shift ;;
+    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -40,6 +40,14 @@ if [[ -f $cache ]]; then
     exit 2
   fi
   torch=$configured
+  # Regenerate first if the sources' CMake files changed: a build of named targets would otherwise
+  # miss targets added since the last configuration.
+  cmake "$build_dir" >"$build_dir.configure.log" 2>&1 || {
+    tail -n 30 "$build_dir.configure.log" >&2
+    echo "build.sh: CMake could not regenerate $build_dir (all of it in $build_dir.configure.log)" >&2
+    exit 1
+  }
+  rm -f "$build_dir.configure.log"
 else
   if [[ -z $torch ]]; then
     torch=system

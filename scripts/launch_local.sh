@@ -33,6 +33,8 @@
 #                      restarts are off. A trainer that dies counts as one too, but is not started
 #                      again (a running job does not admit new trainers): the others take its data.
 #                      When the scheduler dies the job stops; continue it with --resume.
+#   --secure           encrypt and authenticate every connection with CURVE: generates a key pair
+#                      per process into RUN_DIR/keys and admits only those keys
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
 #   --no-build         do not (re)build before starting
@@ -50,6 +52,7 @@ server_threads=1
 slowdown=()
 trainer_flags=()
 progress=auto
+secure=0
 scheduler_flags=()
 checkpoint_dir=""
 checkpoints=1
@@ -81,6 +84,7 @@ while (($#)); do
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --progress) need_value "$@"; progress=$2; shift 2 ;;
     --no-build) build=0; shift ;;
+    --secure) secure=1; shift ;;
     -h|--help) usage; exit 0 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -91,7 +95,7 @@ if ((build)); then
   "$root/scripts/build.sh" --build-dir "$build_dir" --binaries-only
 fi
 bin="$build_dir/bin"
-for program in hetps-scheduler hetps-server hetps-trainer; do
+for program in hetps-scheduler hetps-server hetps-trainer hetps-keygen; do
   [[ -x $bin/$program ]] || { echo "launch_local.sh: $bin/$program is missing; build first (scripts/build.sh)" >&2; exit 1; }
 done
 
@@ -138,6 +142,20 @@ fi
 [[ $max_restarts =~ ^[0-9]+$ ]] || { echo "launch_local.sh: --max-restarts needs a number, not '$max_restarts'" >&2; exit 2; }
 restarts=0
 echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
+
+# --secure: one key pair per process; each member's flags name its key.
+keys="$run_dir/keys"
+curve_flags() {  # the flags of the member whose key is named $1 (none without --secure)
+  ((secure)) && echo "--curve-keys $keys --key-name $1"
+  return 0
+}
+if ((secure)); then
+  for name in scheduler $(seq -f 'server-%g' 0 $((servers - 1))) $(seq -f 'trainer-%g' 0 $((trainers - 1))); do
+    "$bin/hetps-keygen" "$keys" "$name" > /dev/null
+  done
+  scheduler_flags+=(--curve-keys "$keys")
+  echo "launch_local.sh: CURVE on; keys in $keys"
+fi
 
 names=()   # names[pid]
 pids=()
@@ -201,13 +219,13 @@ endpoint=$(<"$endpoint_file")
 
 start_server() {  # start_server I
   start "server-$1" "$run_dir/server-$1.log" "$bin/hetps-server" --scheduler "$endpoint" \
-    --threads "$server_threads"
+    --threads "$server_threads" $(curve_flags "server-$1")
 }
 for ((i = 0; i < servers; i++)); do start_server "$i"; done
 for ((i = 0; i < trainers; i++)); do
   start "trainer-$i" "$run_dir/trainer-$i.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
     --device "${devices[i]:-${devices[0]}}" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[i]:-1}" \
-    ${trainer_flags[@]+"${trainer_flags[@]}"}
+    ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$i")
 done
 
 # Watch until the scheduler ends the job, or a member fails on its own. (Polling rather than

@@ -6,6 +6,7 @@
 
 #include "common/cli.h"
 #include "common/logging.h"
+#include "security/member_curve.h"
 #include "trainer/device/torch_build.h"
 #include "trainer/trainer.h"
 
@@ -41,6 +42,8 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
+  hetps::MemberCurveFlags curve;
+  hetps::AddMemberCurveFlags(app, "trainer", &curve);
   bool version = false;
   app.add_flag("--version", version, "Print hetps's version and the LibTorch it was built with, and exit");
   hetps::AddLogLevelFlag(app, &log_level);
@@ -50,6 +53,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   hetps::ApplyLogLevel(log_level);
+  auto keys = hetps::LoadMemberCurve(curve);
+  if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());
+  options.curve = *keys;
   options.overlap = !no_overlap;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 

@@ -41,30 +41,44 @@ Status PsClient::Connect() {
                             std::to_string(endpoints_.size()) + " endpoints");
   }
   for (uint32_t s = 0; s < endpoints_.size(); ++s) {
-    sockets_.push_back(MakeServerSocket());
+    auto socket = MakeServerSocket(s, endpoints_[s]);
+    if (!socket.ok()) return socket.status();
+    sockets_.push_back(std::move(*socket));
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_.back(), endpoints_[s]));
   }
   return Status::Ok();
 }
 
-zmq::socket_t PsClient::MakeServerSocket() {
+Result<zmq::socket_t> PsClient::MakeServerSocket(uint32_t s, const std::string& endpoint) {
   SocketOptions options;
   options.router_mandatory = false;
   options.send_timeout = options_.request_timeout;
   options.max_message_bytes = options_.max_message_bytes;
   options.routing_id = options_.routing_id;
+  if (options_.curve.on()) {
+    if (s >= options_.server_keys.size() || options_.server_keys[s].empty()) {
+      return Status::Protocol("the shard map gives no CURVE key for server " + std::to_string(s) + " at " +
+                              endpoint + ", and this trainer uses CURVE");
+    }
+    options.curve = options_.curve;
+    options.curve.server_key = options_.server_keys[s];
+  }
   return MakeSocket(context_, zmq::socket_type::dealer, options);
 }
 
-Status PsClient::Reconnect(const std::vector<std::string>& endpoints) {
-  if (endpoints.size() != endpoints_.size()) {
+Status PsClient::Reconnect(const std::vector<std::string>& endpoints, const std::vector<std::string>& keys) {
+  if (endpoints.size() != endpoints_.size() || keys.size() != endpoints.size()) {
     return Status::Protocol("the scheduler named " + std::to_string(endpoints.size()) + " servers, not " +
                             std::to_string(endpoints_.size()));
   }
+  options_.server_keys.resize(keys.size());
   for (uint32_t s = 0; s < endpoints.size(); ++s) {
-    if (endpoints[s] == endpoints_[s]) continue;
+    if (endpoints[s] == endpoints_[s] && keys[s] == options_.server_keys[s]) continue;
+    options_.server_keys[s] = keys[s];
+    auto socket = MakeServerSocket(s, endpoints[s]);
+    if (!socket.ok()) return socket.status();
     sockets_[s].set(zmq::sockopt::linger, 0);
-    sockets_[s] = MakeServerSocket();
+    sockets_[s] = std::move(*socket);
     HETPS_RETURN_IF_ERROR(hetps::Connect(sockets_[s], endpoints[s]));
     endpoints_[s] = endpoints[s];
   }

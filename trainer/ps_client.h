@@ -40,6 +40,10 @@ class PsClient {
     // The routing id of the sockets to the servers: the data token the scheduler gave this
     // trainer, by which the servers recognise it. Empty: one ZeroMQ makes up (servers refuse it).
     std::string routing_id;
+    // CURVE: this trainer's key pair, and each server's public key by rank (from the shard map).
+    // Empty: plaintext.
+    CurveKeys curve;
+    std::vector<std::string> server_keys;
   };
 
   // What a pull brought back.
@@ -53,9 +57,9 @@ class PsClient {
            ControlChannel* control, Options options);
 
   Status Connect();
-  // After a recovery: servers whose endpoint changed (a replacement took a lost server's rank)
-  // get a new connection; messages still queued for the old one are dropped.
-  Status Reconnect(const std::vector<std::string>& endpoints);
+  // After a recovery: servers whose endpoint or CURVE key changed (a replacement took a lost
+  // server's rank) get a new connection; messages still queued for the old one are dropped.
+  Status Reconnect(const std::vector<std::string>& endpoints, const std::vector<std::string>& keys);
 
   // The dtype gradients travel as (and weights are asked for as).
   wire::DType wire_dtype() const { return options_.wire_dtype; }
@@ -95,8 +99,9 @@ class PsClient {
   Status MarkIdle(uint64_t clock);
 
  private:
-  // A DEALER to one server, with the options every such socket gets.
-  zmq::socket_t MakeServerSocket();
+  // A DEALER to server `s` at `endpoint`, with the options every such socket gets (and its CURVE
+  // key from options_.server_keys when this trainer uses CURVE).
+  Result<zmq::socket_t> MakeServerSocket(uint32_t s, const std::string& endpoint);
   // Partitions of one server held back in a streamed step, with their gradient frames.
   struct Outgoing {
     std::vector<uint32_t> partitions;

@@ -25,6 +25,27 @@
 #include "trainer/step_runner.h"
 
 namespace hetps {
+namespace {
+
+// The servers' endpoints and CURVE keys (empty without CURVE) by rank, from a shard map or a
+// Resume; `count` servers.
+Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers, size_t count,
+                   std::vector<std::string>* endpoints, std::vector<std::string>* keys) {
+  endpoints->assign(count, std::string());
+  keys->assign(count, std::string());
+  if (servers == nullptr) return Status::Protocol("the scheduler named no servers");
+  for (const wire::ServerEndpoint* server : *servers) {
+    if (server->rank() >= count || server->endpoint() == nullptr) {
+      return Status::Protocol("the scheduler named server " + std::to_string(server->rank()) + " of " +
+                              std::to_string(count) + " without an endpoint or beyond the count");
+    }
+    (*endpoints)[server->rank()] = server->endpoint()->str();
+    if (server->curve_key()) (*keys)[server->rank()] = server->curve_key()->str();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
 
 // One run of a trainer: joining, setting up, the epochs and the end of the job. The step itself,
 // evaluations and progress reports are the parts it holds (StepRunner, Evaluator,
@@ -180,6 +201,7 @@ Status Trainer::Session::JoinScheduler() {
   ControlChannel::Options control_options;
   control_options.scheduler = options_.scheduler;
   control_options.connect_timeout = options_.connect_timeout;
+  control_options.curve = options_.curve;
   control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
   ControlChannel::JoinInfo info;
   info.role = wire::Role::Trainer;
@@ -243,13 +265,12 @@ Status Trainer::Session::ConnectToServers() {
   epoch_ = wire_map->resume_epoch();
   HETPS_RETURN_IF_ERROR(CompareSignatures(buffers_->signature(), map_->tensors())
                             .WithContext("the shard map does not describe this trainer's model"));
-  std::vector<std::string> endpoints(map_->num_servers());
-  for (const wire::ServerEndpoint* server : *wire_map->servers()) {
-    if (server->rank() >= endpoints.size())
-      return Status::Protocol("shard map names a server beyond its count");
-    endpoints[server->rank()] = server->endpoint()->str();
-  }
+  std::vector<std::string> endpoints;
   PsClient::Options client_options;
+  HETPS_RETURN_IF_ERROR(ReadServers(wire_map->servers(), map_->num_servers(), &endpoints,
+                                    &client_options.server_keys)
+                            .WithContext("shard map"));
+  client_options.curve = options_.curve;
   client_options.request_timeout = job_.request_timeout;
   client_options.routing_id = job_.data_token;
   client_options.wire_dtype = wire_map->wire_dtype();
@@ -438,11 +459,10 @@ Status Trainer::Session::Recover() {
 Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
   sender_.set_generation(resume.generation());
   control_->ClearPause();
-  std::vector<std::string> endpoints(map_->num_servers());
-  for (const wire::ServerEndpoint* server : *resume.servers()) {
-    if (server->rank() < endpoints.size()) endpoints[server->rank()] = server->endpoint()->str();
-  }
-  HETPS_RETURN_IF_ERROR(client_->Reconnect(endpoints));
+  std::vector<std::string> endpoints, keys;
+  HETPS_RETURN_IF_ERROR(
+      ReadServers(resume.servers(), map_->num_servers(), &endpoints, &keys).WithContext("Resume"));
+  HETPS_RETURN_IF_ERROR(client_->Reconnect(endpoints, keys));
   if (resume.reinitialize()) {
     // Nothing to restore from: the restored servers take the initial weights, offered again.
     auto initial = BuildModel(job_.model, job_.seed);

@@ -18,6 +18,7 @@
 #include "common/control_channel.h"
 #include "common/message.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace hetps {
 
@@ -35,6 +36,7 @@ struct TrainerOptions {
   // stream, none on the CPU. Tests give a fake to run the GPU data path on the CPU or to make a
   // copy fail as a failing GPU would.
   std::function<std::unique_ptr<CopyStream>()> copy_stream;
+  CurveKeys curve{};  // CURVE: this trainer's key pair and the scheduler's public key; empty: none
 };
 
 class Trainer {

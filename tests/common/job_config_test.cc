@@ -119,6 +119,10 @@ checkpoint:
   keep: 2
   recovery_timeout_s: 60
 model_out: /tmp/model.safetensors
+security:
+  curve: true
+  keys_dir: /etc/hetps/keys
+  allowed: [scheduler, server-0, trainer-laptop]
 )";
 
 CATCH_TEST_CASE("An empty job file means every default", "[common][job_config]") {
@@ -168,6 +172,14 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.checkpoint.keep == 2);
   CATCH_CHECK(o.checkpoint.recovery_timeout_s == 60);
   CATCH_CHECK(o.model_out == "/tmp/model.safetensors");
+  CATCH_CHECK(o.security.curve);
+  CATCH_CHECK(o.security.keys_dir == "/etc/hetps/keys");
+  CATCH_CHECK(o.security.allowed == std::vector<std::string>{"scheduler", "server-0", "trainer-laptop"});
+  // And back: the resolved job keeps its security section.
+  const JobOptions again = ParseOrFail(JobOptionsToYaml(o));
+  CATCH_CHECK(again.security.curve);
+  CATCH_CHECK(again.security.keys_dir == o.security.keys_dir);
+  CATCH_CHECK(again.security.allowed == o.security.allowed);
 
   // The file above must cover every accepted key, so a new key without a test fails here.
   std::set<std::string> in_file;
@@ -199,6 +211,16 @@ CATCH_TEST_CASE("An unknown key names the file, the line and the key and lists t
                     {"job.yaml:3: optimizer.betas", "unknown key", "beta1", "beta2", "amsgrad",
                      "initial_accumulator_value"});
   }
+}
+
+CATCH_TEST_CASE("The security section needs a keys directory with CURVE and a list of names",
+                "[common][job_config]") {
+  RequireRejected("epochs: 1\nsecurity:\n  curve: true\n", {"job.yaml:3: security.keys_dir", "required"});
+  RequireRejected("security:\n  curve: true\n  keys_dir: k\n  allowed: trainer-0\n",
+                  {"job.yaml:4: security.allowed", "list of key names"});
+  RequireRejected("security:\n  curve: maybe\n", {"job.yaml:2: security.curve", "'maybe'"});
+  RequireRejected("security:\n  keys: k\n", {"security.keys", "unknown key", "keys_dir", "allowed"});
+  CATCH_CHECK_FALSE(ParseOrFail("security:\n  keys_dir: k\n").security.curve);
 }
 
 CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[common][job_config]") {

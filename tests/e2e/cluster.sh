@@ -17,7 +17,7 @@ bin=$1/bin
 work=$(mktemp -d)
 e2e_pids=()
 e2e_cleanup() {
-  ((${#e2e_pids[@]})) && kill -9 "${e2e_pids[@]}" 2>/dev/null
+  ((${#e2e_pids[@]})) && { kill -9 "${e2e_pids[@]}" 2>/dev/null || true; }
   rm -rf "$work"
 }
 trap e2e_cleanup EXIT
