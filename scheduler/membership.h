@@ -26,8 +26,12 @@ struct TrainerProgress {
   double loss = 0;
   double samples_per_second = 0;
   uint64_t weight_version = 0;
-  double compute_samples_per_second = 0;  // own step time only, excluding waits
   uint32_t batch_size = 0;
+  // Summed over every report: the samples of steps with data and the seconds they computed
+  // (forward, backward, --slowdown; no waits), hence the trainer's own speed.
+  double timed_samples = 0;
+  double timed_seconds = 0;
+  double ComputeSamplesPerSecond() const { return timed_seconds > 0 ? timed_samples / timed_seconds : 0; }
 };
 
 struct ServerCounters {

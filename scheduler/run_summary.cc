@@ -113,7 +113,8 @@ std::string RunSummary::ToJson() const {
                              {"batch_size", t.batch_size},
                              {"steps", t.steps},
                              {"samples", t.samples},
-                             {"alive", t.alive}});
+                             {"alive", t.alive},
+                             {"compute_samples_per_second", t.compute_samples_per_second}});
   }
   j["trainer_details"] = trainers_json;
   nlohmann::ordered_json failures_json = nlohmann::ordered_json::array();

@@ -42,6 +42,7 @@ struct TrainerSummary {
   uint64_t steps = 0;
   uint64_t samples = 0;
   bool alive = true;
+  double compute_samples_per_second = 0;  // its own speed: samples per second of step time, no waits
 };
 
 // A member lost during the job, and what it cost.

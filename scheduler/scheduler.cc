@@ -199,14 +199,16 @@ void Scheduler::Handle(Message message) {
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;
+      const TrainerProgress before = member->progress;
       member->progress = {p->epoch(),
                           p->clock(),
                           p->samples(),
                           p->loss(),
                           p->samples_per_second(),
                           p->weight_version(),
-                          p->compute_samples_per_second(),
-                          p->batch_size()};
+                          p->batch_size(),
+                          before.timed_samples + p->timed_samples(),
+                          before.timed_seconds + p->timed_seconds()};
       if (balancer_) {
         balancer_->Observe(member->rank, p->timed_samples(), p->timed_seconds(), p->timed_steps());
         MaybeRebalance();

@@ -31,7 +31,8 @@ void Scheduler::FillSummary() {
                                ? t->progress.batch_size
                                : EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank);
     s.trainer_details.push_back(
-        {t->rank, t->host, t->device, batch, t->progress.clock, t->progress.samples, t->alive});
+        {t->rank, t->host, t->device, batch, t->progress.clock, t->progress.samples, t->alive,
+         t->progress.ComputeSamplesPerSecond()});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
