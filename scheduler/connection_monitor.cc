@@ -7,12 +7,16 @@
 
 namespace hetps {
 
-ConnectionMonitor::ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router)
-    : router_(router), events_(context, zmq::socket_type::pair) {
+ConnectionMonitor::ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router,
+                                     HandshakeFailure handshake_failed, int handshake_events)
+    : router_(router),
+      events_(context, zmq::socket_type::pair),
+      handshake_failed_(std::move(handshake_failed)) {
+  const int events = ZMQ_EVENT_DISCONNECTED | (handshake_failed_ ? handshake_events : 0);
   // Unique per monitor, so that several schedulers in one test process do not collide.
   const std::string address =
       "inproc://hetps-connection-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
-  if (zmq_socket_monitor(static_cast<void*>(router_), address.c_str(), ZMQ_EVENT_DISCONNECTED) != 0) {
+  if (zmq_socket_monitor(static_cast<void*>(router_), address.c_str(), events) != 0) {
     HETPS_LOG(WARNING) << "cannot monitor the control socket (" << zmq_strerror(zmq_errno())
                        << "); lost members will be noticed by their silence only";
     return;
@@ -52,7 +56,13 @@ std::vector<std::string> ConnectionMonitor::TakeDropped() {
     uint32_t fd = 0;
     std::memcpy(&kind, event.data(), sizeof(kind));
     std::memcpy(&fd, static_cast<const char*>(event.data()) + 2, sizeof(fd));
-    if (kind != ZMQ_EVENT_DISCONNECTED) continue;
+    if (kind != ZMQ_EVENT_DISCONNECTED) {
+      // The value of any other event is not a descriptor: a failed handshake's is its reason.
+      if (handshake_failed_) {
+        handshake_failed_(kind, fd, std::string(static_cast<const char*>(address.data()), address.size()));
+      }
+      continue;
+    }
     for (auto it = fd_of_.begin(); it != fd_of_.end();) {
       if (it->second == static_cast<int>(fd)) {
         dropped.push_back(it->first);

@@ -12,6 +12,8 @@
 // Owned by the scheduler's loop thread, which owns the ROUTER too and polls socket().
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,8 +24,15 @@ namespace hetps {
 
 class ConnectionMonitor {
  public:
-  // Starts monitoring `router` (which must outlive this object) for closed connections.
-  ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router);
+  // A failed handshake on the ROUTER: the monitor event, its value and the endpoint it names.
+  using HandshakeFailure = std::function<void(uint16_t event, uint32_t value, const std::string& address)>;
+
+  // Starts monitoring `router` (which must outlive this object) for closed connections, and, with
+  // `handshake_failed` (`handshake_events` being those events), for failed handshakes, which
+  // TakeDropped() passes to it: a socket has one monitor, so this one serves CURVE's count too
+  // (ZapHandler::HandshakeFailed).
+  ConnectionMonitor(zmq::context_t& context, zmq::socket_t& router, HandshakeFailure handshake_failed = {},
+                    int handshake_events = 0);
   // Stops monitoring.
   ~ConnectionMonitor();
   ConnectionMonitor(const ConnectionMonitor&) = delete;
@@ -44,6 +53,7 @@ class ConnectionMonitor {
  private:
   zmq::socket_t& router_;
   zmq::socket_t events_;
+  HandshakeFailure handshake_failed_;
   std::map<std::string, int> fd_of_;  // member -> descriptor its latest message came on
 };
 

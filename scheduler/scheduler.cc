@@ -64,7 +64,6 @@ Status Scheduler::Start() {
   socket_options.receive_hwm = kControlReceiveHwm;
   HETPS_RETURN_IF_ERROR(SetUpCurve(&socket_options));
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
-  if (zap_) zap_->Watch(socket_);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
     return Status::InvalidArgument(bound.status().message() +
@@ -72,7 +71,18 @@ Status Scheduler::Start() {
   }
   endpoint_ = *bound;
   WarnIfExposed("the scheduler", endpoint_, job_.security.curve);
-  monitor_ = std::make_unique<ConnectionMonitor>(context_, socket_);
+  if (zap_) {
+    // The ROUTER's one monitor reports both closed connections and CURVE's failed handshakes.
+    ZapHandler* zap = zap_.get();
+    monitor_ = std::make_unique<ConnectionMonitor>(
+        context_, socket_,
+        [zap](uint16_t event, uint32_t value, const std::string& address) {
+          zap->HandshakeFailed(event, value, address);
+        },
+        ZapHandler::kHandshakeFailureEvents);
+  } else {
+    monitor_ = std::make_unique<ConnectionMonitor>(context_, socket_);
+  }
   if (!options_.resume.empty()) {
     auto manifest = LoadManifest(fs_, options_.resume);
     if (!manifest.ok()) return manifest.status().WithContext("cannot resume");

@@ -59,8 +59,7 @@ ZapHandler::~ZapHandler() {
 void ZapHandler::Watch(zmq::socket_t& socket) {
   static std::atomic<uint64_t> next{0};
   const std::string endpoint = "inproc://hetps-zap-watch-" + std::to_string(next.fetch_add(1));
-  zmq_socket_monitor(socket.handle(), endpoint.c_str(),
-                     ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL);
+  zmq_socket_monitor(socket.handle(), endpoint.c_str(), kHandshakeFailureEvents);
   auto events = std::make_unique<zmq::socket_t>(context_, zmq::socket_type::pair);
   events->set(zmq::sockopt::linger, 0);
   events->connect(endpoint);
@@ -104,13 +103,17 @@ void ZapHandler::TakeHandshakeFailures(zmq::socket_t& events) {
     uint32_t value = 0;
     std::memcpy(&id, event.data(), 2);
     std::memcpy(&value, static_cast<const char*>(event.data()) + 2, 4);
-    std::string reason =
-        id == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
-            ? "it does not use CURVE"
-            : "its CURVE handshake failed (ZeroMQ event " + std::to_string(id) + ", value " +
-                  std::to_string(value) + ")";
-    Refused("a peer of " + Text(address), reason);
+    HandshakeFailed(id, value, Text(address));
   }
+}
+
+void ZapHandler::HandshakeFailed(uint16_t event, uint32_t value, const std::string& address) {
+  const std::string reason =
+      event == ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL && value == ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH
+          ? "it does not use CURVE"
+          : "its CURVE handshake failed (ZeroMQ event " + std::to_string(event) + ", value " +
+                std::to_string(value) + ")";
+  Refused("a peer of " + address, reason);
 }
 
 void ZapHandler::Refused(const std::string& address, const std::string& reason) {

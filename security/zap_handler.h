@@ -40,8 +40,16 @@ class ZapHandler {
 
   // Also counts (as unauthenticated) and logs the handshakes on `socket`, a CURVE server, that
   // fail before a key is checked: a peer without CURVE, or one whose handshake is broken. Call
-  // from the thread that owns `socket`; `socket` must outlive the handler.
+  // from the thread that owns `socket`; `socket` must outlive the handler. It installs the
+  // socket's monitor, and a socket has only one: a socket monitored for other reasons too reports
+  // its failed handshakes through HandshakeFailed instead.
   void Watch(zmq::socket_t& socket);
+  // Counts and logs one failed handshake: the monitor event `event` with its `value`, from a peer
+  // of `address`. Any thread.
+  void HandshakeFailed(uint16_t event, uint32_t value, const std::string& address);
+  // The monitor events HandshakeFailed takes.
+  static constexpr int kHandshakeFailureEvents =
+      ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
 
   uint64_t admitted() const { return admitted_.load(); }
   uint64_t refused() const { return refused_.load(); }
