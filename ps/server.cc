@@ -5,6 +5,7 @@
 
 #include "common/exposure.h"
 #include "common/logging.h"
+#include "common/refusal_log.h"
 #include "common/transport.h"
 
 namespace hetps {
@@ -348,13 +349,7 @@ void Server::AnswerReadyPulls() {
 }
 
 void Server::Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason) {
-  const uint64_t count = refusals_.Add(why);
-  const bool verified = message.envelope.size() > 0 && VerifyEnvelope(message).ok();
-  const uint64_t seq = verified ? message.env().seq() : 0;
-  if (ShouldLogRefusal(count)) {
-    HETPS_LOG(WARNING) << "refused a message from " << DescribePeer(message) << " (" << RefusalName(why)
-                       << ", " << count << " refused so far): " << reason;
-  }
+  const uint64_t seq = NoteRefusal(refusals_, message, why, reason);
   Reply(CopyFrame(message.routing_id), sender_.MakeError(code, reason, seq));
 }
 
