@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "ps/optimizer.h"
 
@@ -95,6 +96,7 @@ std::vector<int> ParseThreads(const std::string& list) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   int mib = 64, repeats = 5;
   std::string thread_list = "1,2", json_path;
   CLI::App app("Optimizer apply speed against the memory-bandwidth bound and torch::optim.",

@@ -2,8 +2,11 @@
 // same model, data, optimizer, batch size and threads as a hetps job, timed in the same run.
 //
 //   hetps-bench-local-loop [--model cnn] [--batch 64] [--steps 200] [--threads 1]
-//                          [--eval-batch 1000] [--device cpu]
+//                          [--eval-batch 1000] [--device cpu] [--allocator kept|system]
 // Prints one JSON object: training samples/s, and evaluation images/s at the given batch.
+// --allocator: `kept` (the default) sets up the C library's allocator as every hetps program does
+// (common/allocator.h), so that the baseline is not slowed by what hetps avoids; `system` leaves
+// its defaults, to measure what that set-up is worth.
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
@@ -11,6 +14,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/device.h"
@@ -18,7 +22,8 @@
 #include "trainer/models/models.h"
 
 int main(int argc, char** argv) {
-  std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist", device_spec = "cpu";
+  std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist", device_spec = "cpu",
+              allocator = "kept";
   int batch = 64, steps = 200, threads = 1, eval_batch = 1000;
   double lr = 0.05, momentum = 0.9;
   CLI::App app("Single-process LibTorch training loop: the baseline for hetps benchmarks.",
@@ -32,7 +37,15 @@ int main(int argc, char** argv) {
   app.add_option("--momentum", momentum, "SGD momentum")->default_val(momentum);
   app.add_option("--data-dir", data_dir, "Fashion-MNIST directory")->default_val(data_dir);
   app.add_option("--device", device_spec, "auto, cpu, cuda, cuda:N or mps")->default_val(device_spec);
+  app.add_option("--allocator", allocator,
+                 "kept: large buffers stay mapped (as in hetps); system: glibc's defaults")
+      ->default_val(allocator)
+      ->check(CLI::IsMember({"kept", "system"}));
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  if (allocator == "kept" && !hetps::KeepLargeBuffersMapped()) {
+    std::fprintf(stderr, "hetps-bench-local-loop: the C library refused the allocator thresholds\n");
+    return 1;
+  }
   at::set_num_interop_threads(1);
   at::set_num_threads(threads);
 
@@ -82,8 +95,9 @@ int main(int argc, char** argv) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - eval_start).count();
   std::printf(
       "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"device\": \"%s\", \"libtorch\": \"%s\", "
-      "\"train_samples_per_second\": %.1f, \"eval_batch\": %d, \"eval_images_per_second\": %.1f}\n",
+      "\"allocator\": \"%s\", \"train_samples_per_second\": %.1f, \"eval_batch\": %d, "
+      "\"eval_images_per_second\": %.1f}\n",
       model_name.c_str(), batch, threads, device->str().c_str(), hetps::TorchBuildDescription().c_str(),
-      steps * batch / train_seconds, eval_batch, evaluated / eval_seconds);
+      allocator.c_str(), steps * batch / train_seconds, eval_batch, evaluated / eval_seconds);
   return 0;
 }

@@ -25,6 +25,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "common/dtype.h"
 #include "common/job_config.h"
@@ -247,6 +248,7 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
 }  // namespace
 
 int main(int argc, char** argv) {
+  hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32", device_spec = "cpu";
   double seconds = 3;
   size_t server_threads = 1;

@@ -2,6 +2,7 @@
 // holds, the optimizer and the consistency mode arrive from the scheduler.
 #include <csignal>
 
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "common/logging.h"
 #include "ps/server.h"
@@ -9,6 +10,7 @@
 #include "security/member_curve.h"
 
 int main(int argc, char** argv) {
+  hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   hetps::ServerOptions options;
   std::string log_level;
   double connect_timeout_s = 60;

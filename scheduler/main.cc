@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "checkpoint/checkpoint_store.h"
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
@@ -20,7 +21,8 @@ void RequestStop(int) {
 }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out, curve_keys;
+  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out,
+      curve_keys;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
@@ -77,6 +79,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
 }  // namespace
 
 int main(int argc, char** argv) {
+  hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   std::string config_path, log_level, progress = "auto";
   Overrides o;
   CLI::App app(

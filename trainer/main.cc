@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "common/allocator.h"
 #include "common/cli.h"
 #include "common/logging.h"
 #include "security/member_curve.h"
@@ -11,6 +12,7 @@
 #include "trainer/trainer.h"
 
 int main(int argc, char** argv) {
+  hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   hetps::TrainerOptions options;
   std::string log_level;
   int threads = 1;
