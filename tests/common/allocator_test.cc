@@ -17,7 +17,7 @@ namespace hetps {
 namespace {
 
 constexpr int kBatch = 64;
-constexpr int kWarmUp = 5;
+constexpr int kWarmUp = 10;
 constexpr int kSteps = 20;
 
 long MinorFaults() {
@@ -66,9 +66,11 @@ CATCH_TEST_CASE("With large buffers kept mapped, a CNN step after warm-up takes 
   CATCH_CHECK(LargeBuffersKeptMapped());
   const double faults = FaultsPerStep();
   CATCH_INFO(faults << " minor faults per step");
-  // A handful of pages (a new small allocation touching a fresh page now and then) is not a
-  // buffer's worth: one buffer of the first convolution's output alone is over 1,500 pages.
-  CATCH_CHECK(faults < 16);
+  // The output of the first convolution alone is over 1,500 pages (64 x 32 x 28 x 28 floats), so
+  // fewer than 128 per step means no buffer of the step was mapped afresh. What remains (0 to
+  // about 30, depending on the heap's layout) is the heap still settling: small allocations
+  // reaching pages not touched before.
+  CATCH_CHECK(faults < 128);
 }
 
 }  // namespace
