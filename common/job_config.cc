@@ -260,6 +260,7 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"max_model_bytes", u64(&o->max_model_bytes, 4, uint64_t{1} << 40)},
       {"servers", u32(&o->servers, 1, 256)},
       {"trainers", u32(&o->trainers, 1, 1024)},
+      {"max_trainers", u32(&o->max_trainers, 0, 1024)},
       {"listen", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->listen); }},
       {"summary", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->summary); }},
       {"seed", u64(&o->seed, 0, std::numeric_limits<int64_t>::max())},
@@ -382,10 +383,16 @@ Result<JobOptions> LoadJobFile(const std::string& path) {
 
 Status ValidateJobOptions(const JobOptions& o) {
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.optimizer));
-  if (o.global_batch_size < o.trainers) {
+  if (o.global_batch_size < MaxTrainers(o)) {
+    const char* field = o.max_trainers > o.trainers ? "max_trainers" : "trainers";
     return Status::InvalidArgument("global_batch_size: " + std::to_string(o.global_batch_size) +
-                                   " is smaller than trainers (" + std::to_string(o.trainers) +
+                                   " is smaller than " + field + " (" + std::to_string(MaxTrainers(o)) +
                                    "); every trainer needs at least one sample per step");
+  }
+  if (o.max_trainers != 0 && o.max_trainers < o.trainers) {
+    return Status::InvalidArgument("max_trainers: " + std::to_string(o.max_trainers) +
+                                   " is smaller than trainers (" + std::to_string(o.trainers) +
+                                   "); it counts the trainers waited for at the start too");
   }
   if (o.partition_bytes > o.max_message_bytes) {
     return Status::InvalidArgument("partition_bytes: " + std::to_string(o.partition_bytes) +
@@ -465,6 +472,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "max_model_bytes" << YAML::Value << o.max_model_bytes;
   out << YAML::Key << "servers" << YAML::Value << o.servers;
   out << YAML::Key << "trainers" << YAML::Value << o.trainers;
+  out << YAML::Key << "max_trainers" << YAML::Value << o.max_trainers;
   out << YAML::Key << "listen" << YAML::Value << o.listen;
   out << YAML::Key << "summary" << YAML::Value << o.summary;
   out << YAML::Key << "seed" << YAML::Value << o.seed;
@@ -496,6 +504,10 @@ std::string JobOptionsToYaml(const JobOptions& o) {
 
 uint64_t DatasetTrainSamples(const std::string& dataset) {
   return dataset == "fashion-mnist" ? 60000 : 0;
+}
+
+uint32_t MaxTrainers(const JobOptions& options) {
+  return options.max_trainers == 0 ? options.trainers : options.max_trainers;
 }
 
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank) {

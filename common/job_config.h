@@ -72,7 +72,9 @@ struct JobOptions {
                                                  // float32 parameters (servers hold up to 4x that
                                                  // with optimizer state and sync sums)
   uint32_t servers = 1;                          // servers to wait for: 1..256
-  uint32_t trainers = 1;                         // trainers to wait for: 1..1024
+  uint32_t trainers = 1;                         // trainers to wait for at the start: 1..1024
+  uint32_t max_trainers = 0;                     // trainers that may take part at once, late
+                                                 // joiners included: trainers..1024; 0: trainers
   std::string listen = "tcp://127.0.0.1:7400";   // scheduler's control endpoint
   std::string summary;                           // run summary JSON path; empty: none
   uint64_t seed = 1;                             // model initialisation and epoch order
@@ -110,6 +112,9 @@ Status ValidateJobOptions(const JobOptions& options);
 
 // Size of the training set of `dataset` before max_train_samples; 0 for an unknown data set.
 uint64_t DatasetTrainSamples(const std::string& dataset);
+
+// The most trainers that may take part at once: max_trainers, or trainers when it is 0.
+uint32_t MaxTrainers(const JobOptions& options);
 
 // The batch of trainer `rank` out of `trainers` when splitting `global_batch` evenly.
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank);

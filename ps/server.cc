@@ -131,20 +131,8 @@ Status Server::HandleControl(Message message) {
     case wire::Body::ShardMap:
       return HandleShardMap(message);
     case wire::Body::Membership: {
-      const auto* body = message.body<wire::Membership>();
-      std::vector<uint32_t> live;
-      if (body->trainers() != nullptr) live.assign(body->trainers()->begin(), body->trainers()->end());
-      HETPS_LOG(INFO) << "membership epoch " << body->membership_epoch() << ": " << live.size()
-                      << " live trainers";
-      identities_.Set(body->identities());
-      if (shard_) {
-        shard_->SetLiveTrainers(live);
-        // Pulls from trainers that left will never be collected.
-        pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
-                                      [&](const PendingPull& p) { return !shard_->IsLive(p.trainer); }),
-                       pending_.end());
-        AnswerReadyPulls();
-      }
+      Status adopted = ApplyMembership(*message.body<wire::Membership>());
+      if (!adopted.ok()) HETPS_LOG(WARNING) << adopted.message();
       return Status::Ok();
     }
     case wire::Body::Shutdown:
@@ -189,7 +177,20 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
         std::to_string(wire_map.max_message_bytes()) + ")");
   }
   map_ = std::make_unique<ShardMap>(std::move(*map));
-  identities_.Set(wire_map.identities());
+  if (wire_map.membership_epoch() > membership_epoch_) {
+    // A Membership that came first (over the data socket) is newer than the map's trainers.
+    membership_epoch_ = wire_map.membership_epoch();
+    identities_.Set(wire_map.identities());
+    live_trainers_.clear();
+    if (wire_map.trainers() != nullptr)
+      live_trainers_.assign(wire_map.trainers()->begin(), wire_map.trainers()->end());
+    from_clocks_.clear();
+    if (wire_map.identities() != nullptr) {
+      for (const wire::TrainerIdentity* t : *wire_map.identities()) {
+        if (t->from_clock() > 0) from_clocks_[t->rank()] = t->from_clock();
+      }
+    }
+  }
   scheduler_token_ = wire_map.scheduler_token() ? wire_map.scheduler_token()->str() : "";
   Shard::Options shard_options;
   shard_options.mode = FromWire(wire_map.mode());
@@ -215,10 +216,8 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
   auto shard = Shard::Create(*map_, sender_.rank(), shard_options);
   if (!shard.ok()) return shard.status().WithContext("shard map from the scheduler");
   shard_ = std::move(*shard);
-  std::vector<uint32_t> live;
-  if (wire_map.trainers() != nullptr) live.assign(wire_map.trainers()->begin(), wire_map.trainers()->end());
-  shard_->SetLiveTrainers(live);
-  sender_.set_membership_epoch(wire_map.membership_epoch());
+  shard_->SetLiveTrainers(live_trainers_, from_clocks_);
+  sender_.set_membership_epoch(membership_epoch_);
   // A trainer's largest valid message carries every partition of this server, as float32
   // (InitWeights), besides its envelope; the scheduler's Restore, over its own connection, each
   // partition's weights, optimizer state slots and update count.
@@ -324,6 +323,50 @@ void Server::HandleData(Message message) {
       return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                     std::string(KindName(message.kind())) + " is not a data-plane request");
   }
+}
+
+Status Server::ApplyMembership(const wire::Membership& membership) {
+  if (membership.membership_epoch() < membership_epoch_) return Status::Ok();  // overtaken by a newer one
+  std::map<uint32_t, uint64_t> from_clocks;
+  if (membership.identities() != nullptr) {
+    for (const wire::TrainerIdentity* t : *membership.identities()) {
+      if (t->from_clock() > 0) from_clocks[t->rank()] = t->from_clock();
+    }
+  }
+  std::vector<uint32_t> live;
+  std::string refused;
+  if (membership.trainers() != nullptr) {
+    for (uint32_t t : *membership.trainers()) {
+      auto from = from_clocks.find(t);
+      const uint64_t first = from == from_clocks.end() ? 0 : from->second;
+      Status fits = shard_ ? shard_->CheckFromClock(t, first) : Status::Ok();
+      if (fits.ok()) {
+        live.push_back(t);
+      } else {
+        refused += (refused.empty() ? "" : "; ") + fits.message();
+        from_clocks.erase(t);
+      }
+    }
+  }
+  membership_epoch_ = membership.membership_epoch();
+  sender_.set_membership_epoch(membership_epoch_);
+  identities_.Set(membership.identities());
+  live_trainers_ = std::move(live);
+  from_clocks_ = std::move(from_clocks);
+  HETPS_LOG(INFO) << "membership epoch " << membership_epoch_ << ": " << live_trainers_.size() << " live trainers"
+                  << (from_clocks_.empty() ? "" : ", some from a later round");
+  if (shard_) UpdateShardTrainers();
+  if (!refused.empty()) return Status::FailedPrecondition(refused);
+  return Status::Ok();
+}
+
+void Server::UpdateShardTrainers() {
+  shard_->SetLiveTrainers(live_trainers_, from_clocks_);
+  // Pulls from trainers that left will never be collected.
+  pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
+                                [&](const PendingPull& p) { return !shard_->IsLive(p.trainer); }),
+                 pending_.end());
+  AnswerReadyPulls();
 }
 
 void Server::AnswerReadyPulls() {

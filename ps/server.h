@@ -88,10 +88,17 @@ class Server {
   Status HandleControl(Message message);
   void HandleData(Message message);
   // Requests the scheduler makes on the data socket (server_checkpoint.cc): CheckpointRequest,
-  // answered with CheckpointState, and Restore, answered with Ack.
+  // answered with CheckpointState; Restore, answered with Ack; Membership (a trainer joins),
+  // answered with Ack or Error{Stale}.
   void HandleSchedulerRequest(Message message);
   void HandleCheckpointRequest(Message message);
   void HandleRestore(Message message);
+  // Adopts the live trainers a Membership names, unless an older one than the last adopted (the
+  // scheduler sends them over both sockets). Sync: a newcomer whose first round a partition has
+  // already completed is left out, and FailedPrecondition says so; the rest is adopted.
+  Status ApplyMembership(const wire::Membership& membership);
+  // Hands the live trainers to the shard and drops the pulls of trainers that left.
+  void UpdateShardTrainers();
   Status HandleShardMap(const Message& message);
   // Refuses `message`: counts it under `why`, logs it (sparsely under a flood) and answers an
   // Error to its sender.
@@ -128,6 +135,11 @@ class Server {
   std::unique_ptr<Shard> shard_;
   std::deque<PendingPull> pending_;
   TrainerIdentities identities_;  // which connection is which trainer, as the scheduler says
+  // The live trainers as the newest Membership (or the shard map) says, with the first clocks
+  // of those that joined a running job; kept before the shard map too, for a late map.
+  uint32_t membership_epoch_ = 0;
+  std::vector<uint32_t> live_trainers_;
+  std::map<uint32_t, uint64_t> from_clocks_;
   std::string scheduler_token_;   // the routing id of the scheduler's connection (shard map)
   ReceiveLimits data_limits_;     // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;

@@ -1,6 +1,7 @@
 // The server's side of checkpoints and recovery: the scheduler asks for the state at a cut
 // (CheckpointRequest -> CheckpointState) and replaces it (Restore -> Ack), on the data socket,
-// where tensors travel in frames of their own. Part of the Server class (ps/server.h), on its
+// where tensors travel in frames of their own. A trainer joining a running job is announced
+// there too (Membership -> Ack, or Error{Stale} when its first round has passed). Part of the Server class (ps/server.h), on its
 // I/O thread like the rest.
 #include "common/logging.h"
 #include "common/transport.h"
@@ -9,6 +10,18 @@
 namespace hetps {
 
 void Server::HandleSchedulerRequest(Message message) {
+  if (message.kind() == wire::Body::Membership) {
+    // A trainer joins: the scheduler starts it only once every server counts it from its round.
+    const uint64_t seq = message.env().seq();
+    Status adopted = ApplyMembership(*message.body<wire::Membership>());
+    if (!adopted.ok()) {
+      HETPS_LOG(INFO) << "cannot take a trainer yet: " << adopted.message();
+      return Reply(std::move(message.routing_id), sender_.MakeError(wire::ErrorCode::Stale, adopted.message(), seq));
+    }
+    flatbuffers::FlatBufferBuilder fbb(64);
+    auto body = wire::CreateAck(fbb, seq);
+    return Reply(std::move(message.routing_id), sender_.Seal(fbb, wire::Body::Ack, body.Union()));
+  }
   if (!shard_) {
     return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   "this server has no shard map yet");
@@ -76,7 +89,9 @@ void Server::HandleRestore(Message message) {
     HETPS_LOG(INFO) << (restore->reset() ? "back to uninitialised partitions" : "keeping this server's state")
                     << " (generation " << restore->generation() << ")";
   }
-  Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateAck(fbb, message.env().seq());
+  Reply(std::move(message.routing_id), sender_.Seal(fbb, wire::Body::Ack, body.Union()));
 }
 
 }  // namespace hetps

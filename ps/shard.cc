@@ -84,11 +84,37 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
   }
 }
 
-void Shard::SetLiveTrainers(std::vector<uint32_t> ranks) {
+void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint64_t> from_clocks) {
   std::sort(ranks.begin(), ranks.end());
+  for (uint32_t t : ranks) {
+    auto from = from_clocks.find(t);
+    if (from == from_clocks.end() || from->second == 0 || IsLive(t)) continue;
+    // A newcomer starts at the others' clocks, not at 0: ssp must not hold them back for it.
+    TrainerClock& clock = clocks_[t];
+    clock.pushed = std::max(clock.pushed, from->second);
+  }
+  from_clocks_.clear();
+  for (const auto& [t, from] : from_clocks) {
+    if (from > 0 && std::binary_search(ranks.begin(), ranks.end(), t)) from_clocks_[t] = from;
+  }
   live_trainers_ = std::move(ranks);
   if (options_.mode != ConsistencyMode::kSync) return;
   for (Slot& slot : slots_) CompleteRoundIfReady(slot);
+}
+
+Status Shard::CheckFromClock(uint32_t trainer, uint64_t from_clock) const {
+  if (options_.mode != ConsistencyMode::kSync) return Status::Ok();
+  auto current = from_clocks_.find(trainer);
+  const uint64_t had = current == from_clocks_.end() ? 0 : current->second;
+  if (IsLive(trainer) && from_clock == had) return Status::Ok();  // nothing new about it
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].round > from_clock) {
+      return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " would start at round " +
+                                        std::to_string(from_clock) + " but " + PartitionName(map_, ids_[i]) +
+                                        " has completed " + std::to_string(slots_[i].round) + " rounds");
+    }
+  }
+  return Status::Ok();
 }
 
 bool Shard::IsLive(uint32_t trainer) const {
@@ -191,6 +217,11 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
                                         std::to_string(slot->version));
     }
     if (!sync) continue;
+    if (auto from = from_clocks_.find(trainer); from != from_clocks_.end() && push.clock() < from->second) {
+      return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " joined at round " +
+                                        std::to_string(from->second) + "; a push for round " +
+                                        std::to_string(push.clock()) + " comes before it");
+    }
     if (push.clock() != slot->round) {
       return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
                                         PartitionName(map_, ids[i]) + " is at round " +
@@ -259,6 +290,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
 bool Shard::RoundComplete(const Slot& slot) const {
   if (slot.pushed.empty()) return false;
   for (uint32_t t : live_trainers_) {
+    if (auto from = from_clocks_.find(t); from != from_clocks_.end() && from->second > slot.round) continue;
     if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return false;
   }
   return true;

@@ -77,9 +77,16 @@ class Shard {
                                                const Options& options);
 
   // The trainers whose pushes make up a sync round. A round waiting only for trainers that left
-  // is completed (and applied) at once.
-  void SetLiveTrainers(std::vector<uint32_t> ranks);
+  // is completed (and applied) at once. `from_clocks` gives the first clock of trainers that
+  // joined a running job (absent: 0): sync rounds before it complete without them, and in ssp a
+  // trainer new to the set counts as having pushed that many steps.
+  void SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint64_t> from_clocks = {});
   bool IsLive(uint32_t trainer) const;
+  // Whether SetLiveTrainers may take `trainer` with first clock `from_clock` when it is new to
+  // the set or its first clock changed: in sync mode FailedPrecondition, naming the partition,
+  // when one has already completed that round, since the trainer's push for it could no longer
+  // count. OK otherwise, and in the other modes.
+  Status CheckFromClock(uint32_t trainer, uint64_t from_clock) const;
 
   // Stores initial weights for partitions not yet initialised (the first trainer wins; later
   // copies are ignored). Refused when a partition is unknown or a frame's length is wrong.
@@ -220,6 +227,7 @@ class Shard {
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;
   std::vector<uint32_t> live_trainers_;  // sorted
+  std::map<uint32_t, uint64_t> from_clocks_;  // live trainers that joined a running job: first clock
   std::map<uint32_t, TrainerClock> clocks_;
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);

@@ -202,6 +202,8 @@ void Shard::ForgetProgress() {
     slot.last_round_samples = 0;
   }
   clocks_.clear();
+  // Every trainer goes on from the restored round (sync) together, newcomers included.
+  from_clocks_.clear();
   snapshot_.reset();
 }
 

@@ -24,7 +24,8 @@ struct Overrides {
   std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out,
       curve_keys;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
-  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, staleness = 0;
+  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0,
+           staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;
@@ -58,6 +59,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--global-batch-size")) job->global_batch_size = o.global_batch_size;
   if (given("--servers")) job->servers = o.servers;
   if (given("--trainers")) job->trainers = o.trainers;
+  if (given("--max-trainers")) job->max_trainers = o.max_trainers;
   if (given("--partition-bytes")) job->partition_bytes = o.partition_bytes;
   if (given("--max-message-bytes")) job->max_message_bytes = o.max_message_bytes;
   if (given("--max-model-bytes")) job->max_model_bytes = o.max_model_bytes;
@@ -117,7 +119,10 @@ int main(int argc, char** argv) {
   app.add_option("--global-batch-size", o.global_batch_size, "Samples per step over all trainers")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--servers", o.servers, "Servers to wait for")->check(CLI::Range(1, 256));
-  app.add_option("--trainers", o.trainers, "Trainers to wait for")->check(CLI::Range(1, 1024));
+  app.add_option("--trainers", o.trainers, "Trainers to wait for at the start")->check(CLI::Range(1, 1024));
+  app.add_option("--max-trainers", o.max_trainers,
+                 "Trainers that may take part at once, late joiners included (0: --trainers)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--partition-bytes", o.partition_bytes, "Largest partition of a tensor, in bytes")
       ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 30));
   app.add_option("--max-message-bytes", o.max_message_bytes,

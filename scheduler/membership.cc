@@ -51,14 +51,14 @@ Member* Membership::Find(const std::string& routing_id) {
 }
 
 Member* Membership::Admit(const std::string& routing_id, wire::Role role) {
-  const uint32_t capacity = role == wire::Role::Server ? expected_servers_ : expected_trainers_;
   std::set<uint32_t> taken;
   for (const auto& [id, m] : members_) {
     if (m.role == role) taken.insert(m.rank);
   }
   uint32_t rank = 0;
   while (taken.count(rank) != 0) ++rank;
-  if (rank >= capacity) return nullptr;
+  if (role == wire::Role::Server && rank >= expected_servers_) return nullptr;
+  if (role == wire::Role::Trainer && Count(wire::Role::Trainer) >= max_trainers_) return nullptr;
   Member& member = members_[routing_id];
   member.routing_id = routing_id;
   member.role = role;
@@ -75,7 +75,7 @@ void Membership::Remove(const std::string& routing_id) {
 void Membership::MarkDead(Member& member) {
   if (!member.alive) return;
   member.alive = false;
-  if (member.role == wire::Role::Trainer) ++epoch_;
+  if (member.role == wire::Role::Trainer && member.in_job) ++epoch_;
 }
 
 std::vector<Member*> Membership::Silent(Member::Clock::time_point now, std::chrono::milliseconds timeout) {
@@ -95,17 +95,29 @@ std::vector<Member*> Membership::Members(wire::Role role, bool live_only) {
   return found;
 }
 
+std::vector<Member*> Membership::TrainersInJob() {
+  std::vector<Member*> found = Members(wire::Role::Trainer);
+  found.erase(std::remove_if(found.begin(), found.end(), [](Member* m) { return !m->in_job; }), found.end());
+  return found;
+}
+
+std::vector<Member*> Membership::Training() {
+  std::vector<Member*> found = Members(wire::Role::Trainer);
+  found.erase(std::remove_if(found.begin(), found.end(), [](Member* m) { return !m->started; }), found.end());
+  return found;
+}
+
 std::vector<uint32_t> Membership::LiveTrainerRanks() const {
   std::vector<uint32_t> ranks;
   for (const auto& [id, m] : members_) {
-    if (m.role == wire::Role::Trainer && m.alive) ranks.push_back(m.rank);
+    if (m.role == wire::Role::Trainer && m.alive && m.in_job) ranks.push_back(m.rank);
   }
   std::sort(ranks.begin(), ranks.end());
   return ranks;
 }
 
 Member* Membership::LowestLiveTrainer() {
-  auto trainers = Members(wire::Role::Trainer);
+  auto trainers = Training();
   return trainers.empty() ? nullptr : trainers.front();
 }
 

@@ -2,8 +2,9 @@
 // ranks, when they were last heard from, and what they last reported.
 //
 // Members are keyed by the routing id of their control connection (stable across reconnects).
-// Ranks are dense per role: a new member takes the lowest free rank. Every change to the set of
-// live trainers bumps the membership epoch. Owned by the scheduler's loop thread; not thread-safe.
+// Ranks are dense per role: a new member takes the lowest free rank; a trainer that died or left
+// keeps its rank, so a trainer joining later takes a new one. Every change to the set of trainers
+// in the job bumps the membership epoch. Owned by the scheduler's loop thread; not thread-safe.
 #pragma once
 
 #include <chrono>
@@ -68,6 +69,17 @@ struct Member {
   Clock::time_point last_heard;
   bool alive = true;
   bool registered = false;  // trainer: model signature accepted
+  // Trainers: in the job (the servers count its pushes from start_clock on), and started (it
+  // has the shard map and trains). A trainer joining a running job is in the job once the servers
+  // are told, and started once every server has agreed.
+  bool in_job = false;
+  bool started = false;
+  bool joined_late = false;  // trainer: joined after training had started
+  bool left = false;         // trainer: left on its own (Goodbye), not declared dead
+  uint64_t start_clock = 0;  // trainer: its first step (0: from the start of the job)
+  uint32_t start_epoch = 0;  // trainer that joined late: the epoch it starts in
+  uint64_t first_step = 0;   // trainer that joined late: the step it started at, for the summary
+  uint64_t register_seq = 0;  // trainer: its RegisterModel, which the shard map (or an Error) answers
   bool ready = false;       // server: shard map installed
   bool done = false;        // trainer: all epochs trained
   bool said_goodbye = false;
@@ -81,33 +93,38 @@ struct Member {
 
 class Membership {
  public:
-  Membership(uint32_t servers, uint32_t trainers)
-      : expected_servers_(servers), expected_trainers_(trainers) {}
+  // `servers`: the ranks servers take; `max_trainers`: the most live trainers at once.
+  Membership(uint32_t servers, uint32_t max_trainers)
+      : expected_servers_(servers), max_trainers_(max_trainers) {}
 
   Member* Find(const std::string& routing_id);
   // Admits a new member of `role` at the lowest free rank, a trainer with a fresh data token;
-  // nullptr when the role is full.
+  // nullptr when the role is full (every server rank taken, or max_trainers live trainers).
   Member* Admit(const std::string& routing_id, wire::Role role);
   // Forgets a member (e.g. refused model signature) so its rank can be taken again.
   void Remove(const std::string& routing_id);
-  // Marks a member dead; bumps the epoch when it was a live trainer.
+  // Marks a member dead; bumps the epoch when it was a trainer in the job.
   void MarkDead(Member& member);
+  // The trainers in the job changed otherwise (one joined): a new epoch.
+  void BumpEpoch() { ++epoch_; }
 
   // Live members whose last message is older than `timeout`.
   std::vector<Member*> Silent(Member::Clock::time_point now, std::chrono::milliseconds timeout);
 
   std::vector<Member*> Members(wire::Role role, bool live_only = true);
-  std::vector<uint32_t> LiveTrainerRanks() const;
-  Member* LowestLiveTrainer();
+  // Live trainers in the job (whose pushes the servers count), and those of them that train.
+  std::vector<Member*> TrainersInJob();
+  std::vector<Member*> Training();
+  std::vector<uint32_t> LiveTrainerRanks() const;  // of the live trainers in the job
+  Member* LowestLiveTrainer();                      // of those that train
   size_t Count(wire::Role role, bool live_only = true) const;
 
   uint32_t expected_servers() const { return expected_servers_; }
-  uint32_t expected_trainers() const { return expected_trainers_; }
   uint32_t epoch() const { return epoch_; }
 
  private:
   uint32_t expected_servers_;
-  uint32_t expected_trainers_;
+  uint32_t max_trainers_;
   uint32_t epoch_ = 1;
   std::map<std::string, Member> members_;
 };

@@ -57,12 +57,18 @@ std::string RunSummary::ToJson() const {
   j["global_batch_size"] = global_batch_size;
   j["servers"] = servers;
   j["trainers"] = trainers;
+  j["max_trainers"] = max_trainers;
   nlohmann::ordered_json steps = nlohmann::ordered_json::array();
   nlohmann::ordered_json samples = nlohmann::ordered_json::array();
+  uint32_t joined_late = 0, left = 0;
   for (const TrainerSummary& t : trainer_details) {
     steps.push_back(t.steps);
     samples.push_back(t.samples);
+    joined_late += t.joined_late ? 1 : 0;
+    left += t.left ? 1 : 0;
   }
+  j["trainers_joined_late"] = joined_late;
+  j["trainers_left"] = left;
   j["steps"] = steps;
   j["samples"] = samples;
   j["samples_per_second"] = samples_per_second;
@@ -114,6 +120,9 @@ std::string RunSummary::ToJson() const {
                              {"steps", t.steps},
                              {"samples", t.samples},
                              {"alive", t.alive},
+                             {"joined_late", t.joined_late},
+                             {"first_step", t.first_step},
+                             {"left", t.left},
                              {"compute_samples_per_second", t.compute_samples_per_second}});
   }
   j["trainer_details"] = trainers_json;

@@ -43,6 +43,9 @@ struct TrainerSummary {
   uint64_t samples = 0;
   bool alive = true;
   double compute_samples_per_second = 0;  // its own speed: samples per second of step time, no waits
+  bool joined_late = false;               // joined after training had started
+  uint64_t first_step = 0;                // the step it started at (late joiners; 0 otherwise)
+  bool left = false;                      // left on its own (Goodbye) before the end
 };
 
 // A member lost during the job, and what it cost.
@@ -91,6 +94,7 @@ struct RunSummary {
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;
   uint32_t trainers = 0;
+  uint32_t max_trainers = 0;
   double wall_seconds = 0;         // training start to the final evaluation
   double train_seconds = 0;        // training start to the last trainer's Done
   double samples_per_second = 0;   // all trainers' samples / train_seconds

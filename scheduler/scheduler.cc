@@ -44,7 +44,7 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     : context_(context),
       options_(std::move(options)),
       job_(options_.job),
-      members_(job_.servers, job_.trainers),
+      members_(job_.servers, MaxTrainers(job_)),
       chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
       display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)),
       bounds_(BoundsOf(job_, chunks_.samples())),
@@ -105,7 +105,10 @@ Status Scheduler::Run() {
   SetThreadLogTag("scheduler");
   if (endpoint_.empty()) HETPS_RETURN_IF_ERROR(Start());
   HETPS_LOG(INFO) << "listening on " << endpoint_ << "; waiting for " << job_.servers << " servers and "
-                  << job_.trainers << " trainers";
+                  << job_.trainers << " trainers"
+                  << (MaxTrainers(job_) > job_.trainers
+                          ? " (up to " + std::to_string(MaxTrainers(job_)) + " may train at once)"
+                          : std::string());
   while (true) {
     std::vector<zmq::socket_t*> polled = {&socket_, &monitor_->socket()};
     for (zmq::socket_t* link : links_.sockets()) polled.push_back(link);
@@ -174,6 +177,7 @@ void Scheduler::Handle(Message message) {
     return Refuse(message, wire::ErrorCode::Refused, Refusal::Impostor, impostor);
   }
   if (!member->alive) {
+    if (member->left) return;  // what it sent before its Goodbye arrived
     return Refuse(message, wire::ErrorCode::Refused, Refusal::Unexpected,
                   member->Describe() + " was declared dead; restart it to rejoin");
   }
@@ -238,6 +242,11 @@ void Scheduler::Handle(Message message) {
         member->counters = CountersFromWire(*stats);
       }
       member->said_goodbye = true;
+      // A trainer leaves on its own (stopped by a signal): out of the job now, not after the
+      // heartbeat timeout.
+      if (member->role == wire::Role::Trainer && phase_ != Phase::kShuttingDown) {
+        TrainerGone(*member, "it left the job (Goodbye)", /*left=*/true);
+      }
       return;
     }
     case wire::Body::Error: {
@@ -272,20 +281,23 @@ void Scheduler::HandleJoin(const Message& message) {
                     "a server must give its data endpoint");
     }
     const bool is_server = join->role() == wire::Role::Server;
-    if (phase_ != Phase::kGathering && !(is_server && AwaitingReplacement())) {
+    if (is_server && phase_ != Phase::kGathering && !AwaitingReplacement()) {
       return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
-                    std::string("the job is already running with all of its ") +
-                        (is_server ? std::to_string(job_.servers) + " servers"
-                                   : std::to_string(job_.trainers) + " trainers"));
+                    "the job is already running with all of its " + std::to_string(job_.servers) + " servers");
+    }
+    if (!is_server) {
+      if (const std::string ending = NoRoomForTrainers(); !ending.empty()) {
+        return Refuse(message, wire::ErrorCode::Refused, Refusal::Unexpected, ending);
+      }
     }
     member = members_.Admit(id, join->role());
     if (member == nullptr) {
       return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
-                    std::string("the job expects ") +
-                        (is_server ? std::to_string(job_.servers) + " servers"
-                                   : std::to_string(job_.trainers) + " trainers") +
-                        " and has them all");
+                    is_server ? "the job expects " + std::to_string(job_.servers) + " servers and has them all"
+                              : "the job has all the trainers it takes at once (max_trainers: " +
+                                    std::to_string(MaxTrainers(job_)) + ")");
     }
+    member->joined_late = !is_server && phase_ != Phase::kGathering;
     member->key_name = message.user_id;  // with CURVE, the member is its key from now on
     member->host = join->host() ? join->host()->str() : "";
     member->pid = join->pid();
@@ -301,7 +313,8 @@ void Scheduler::HandleJoin(const Message& message) {
   flatbuffers::FlatBufferBuilder fbb(512);
   flatbuffers::Offset<wire::TrainerJob> trainer_job;
   if (member->role == wire::Role::Trainer) {
-    member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank);
+    // A late joiner's share in sync comes with the shard map (Rebalance from its first step).
+    member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank % job_.trainers);
     trainer_job = wire::CreateTrainerJobDirect(fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs,
                                                member->batch_size, job_.seed, job_.chunk_samples,
                                                chunks_.samples(), job_.eval_batch_size,
@@ -351,24 +364,27 @@ void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
     signature_ = std::move(signature);
     signature_owner_ = "trainer " + std::to_string(member.rank);
   }
+  member.register_seq = message.env().seq();
   if (member.registered) {
-    // A repeated registration (the trainer resent it): answer with the map if the job runs.
-    if (phase_ == Phase::kTraining || phase_ == Phase::kFinishing)
-      SendTo(member.routing_id, BuildShardMap(/*for_servers=*/false));
+    // A repeated registration (the trainer resent it): answer with the map if it trains.
+    if (member.started) SendTo(member.routing_id, BuildShardMap(/*for_servers=*/false, &member));
     return;
   }
   member.registered = true;
   MaybeStartJob();
+  MaybeAdmitTrainer();
 }
 
 void Scheduler::MaybeStartJob() {
   if (phase_ != Phase::kGathering) return;
   size_t registered = 0;
   for (Member* t : members_.Members(wire::Role::Trainer)) registered += t->registered ? 1 : 0;
-  if (registered == job_.trainers && members_.Count(wire::Role::Server) == job_.servers) StartJob();
+  if (registered >= job_.trainers && members_.Count(wire::Role::Server) == job_.servers) StartJob();
 }
 
 void Scheduler::StartJob() {
+  // The trainers registered by now make up the job; any other joins it as it runs.
+  for (Member* t : members_.Members(wire::Role::Trainer)) t->in_job = t->registered;
   auto map = ShardMap::Build(*signature_, job_.servers, job_.partition_bytes);
   if (!map.ok()) return BeginShutdown(true, "cannot shard the model: " + map.status().message());
   shard_map_ = std::make_unique<ShardMap>(std::move(*map));
@@ -400,12 +416,13 @@ void Scheduler::StartTraining() {
   training_started_ = Clock::now();
   HETPS_LOG(INFO) << "every server holds its shard; training starts (" << ModeName(job_.mode) << ", "
                   << job_.epochs << " epochs of " << chunks_.samples() << " samples)";
-  for (Member* trainer : members_.Members(wire::Role::Trainer)) {
+  for (Member* trainer : members_.TrainersInJob()) {
+    trainer->started = true;
     SendTo(trainer->routing_id, BuildShardMap(/*for_servers=*/false));
   }
 }
 
-zmq::message_t Scheduler::BuildShardMap(bool for_servers) {
+zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) {
   flatbuffers::FlatBufferBuilder fbb(4096);
   auto servers = ServerEndpointsToWire(fbb);
   auto tensors = shard_map_->TensorsToWire(fbb);
@@ -417,7 +434,8 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers) {
   auto body = wire::CreateShardMap(
       fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode), trainers,
       members_.epoch(), job_.max_message_bytes, job_.staleness, job_.staleness_aware_lr, job_.wire_dtype,
-      job_.global_batch_size, identities, resume_clock_, resume_epoch_, scheduler_token);
+      job_.global_batch_size, identities, joiner != nullptr ? joiner->start_clock : resume_clock_,
+      joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 
@@ -445,8 +463,17 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
     body = wire::CreateChunkGrant(fbb, grant->epoch, grant->chunk, grant->begin, grant->end, false);
   } else {
     const uint32_t epoch = std::min(request->epoch(), job_.epochs - 1);
-    body = wire::CreateChunkGrant(fbb, request->epoch(), 0, 0, 0, /*exhausted=*/true,
-                                  chunks_.EpochComplete(epoch));
+    bool complete = chunks_.EpochComplete(epoch);
+    if (complete && job_.mode == ConsistencyMode::kSync && epoch + 1 == job_.epochs) {
+      // The last sync epoch ends when a round without samples finds it complete; a trainer yet
+      // to take its first step would then wait for rounds nobody pushes.
+      if (TrainerStartsAtOrAfter(request->clock())) {
+        complete = false;
+      } else {
+        final_epoch_over_ = true;
+      }
+    }
+    body = wire::CreateChunkGrant(fbb, request->epoch(), 0, 0, 0, /*exhausted=*/true, complete);
   }
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ChunkGrant, body.Union()));
   MaybeRequestSnapshot();
@@ -460,45 +487,6 @@ void Scheduler::HandleDone(Member& member, const Message& message) {
   member.progress.samples = done->samples();
   HETPS_LOG(INFO) << member.Describe() << " finished its epochs after " << done->clock() << " steps";
   MaybeRequestEvaluation();
-}
-
-void Scheduler::MaybeRebalance() {
-  if (phase_ != Phase::kTraining) return;
-  const auto now = Clock::now();
-  if (now - last_rebalance_ < kRebalanceInterval) return;
-  std::vector<uint32_t> ranks;
-  std::map<uint32_t, uint32_t> current;
-  uint64_t newest_clock = 0;
-  double steps_per_second = 0;
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
-    if (t->done) return;  // the job is ending
-    ranks.push_back(t->rank);
-    current[t->rank] = t->batch_size;
-    newest_clock = std::max(newest_clock, t->progress.clock);
-    if (t->progress.batch_size > 0) {
-      steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
-    }
-  }
-  auto proposal = balancer_->Propose(ranks, current);
-  if (!proposal) return;
-  last_rebalance_ = now;
-  // Far enough ahead that every trainer has the message before it reaches that step.
-  const uint64_t from_clock =
-      newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * kRebalanceLead.count()));
-  std::vector<uint32_t> sizes(*std::max_element(ranks.begin(), ranks.end()) + 1, 0);
-  std::string split;
-  for (const auto& [rank, batch] : *proposal) {
-    sizes[rank] = batch;
-    split += (split.empty() ? "" : ", ") + std::string("trainer ") + std::to_string(rank) + " " +
-             std::to_string(batch);
-  }
-  HETPS_LOG(INFO) << "balancing the global batch by speed from step " << from_clock << ": " << split;
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
-    t->batch_size = sizes[t->rank];
-    flatbuffers::FlatBufferBuilder fbb(64 + 4 * sizes.size());
-    auto body = wire::CreateRebalanceDirect(fbb, from_clock, &sizes);
-    SendTo(t->routing_id, sender_.Seal(fbb, wire::Body::Rebalance, body.Union()));
-  }
 }
 
 void Scheduler::Tick() {
@@ -521,6 +509,7 @@ void Scheduler::Tick() {
     CheckRecoveryTimeout();
     PollWriter();
     MaybeCheckpoint();
+    MaybeAdmitTrainer();
     FinishJob();
   }
   ShowProgress(false);
@@ -528,33 +517,7 @@ void Scheduler::Tick() {
 
 void Scheduler::DeclareDead(Member& member, const std::string& why) {
   if (member.role == wire::Role::Server) return ServerLost(member, why);
-  HETPS_LOG(WARNING) << member.Describe() << " is dead: " << why;
-  members_.MarkDead(member);
-  if (phase_ == Phase::kGathering || phase_ == Phase::kStarting) {
-    return BeginShutdown(true, member.Describe() + " stopped before training began (" + why + ")");
-  }
-  if (balancer_) balancer_->Forget(member.rank);
-  const size_t returned = chunks_.Requeue(member.rank);
-  if (returned > 0)
-    HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
-  if (members_.Count(wire::Role::Trainer) == 0) {
-    return BeginShutdown(true, "every trainer has stopped; the last was " + member.Describe());
-  }
-  BroadcastMembership();
-  if (eval_member_ == member.routing_id) eval_member_.clear();  // ask another trainer
-  MaybeRequestEvaluation();
-}
-
-void Scheduler::BroadcastMembership() {
-  for (wire::Role role : {wire::Role::Server, wire::Role::Trainer}) {
-    for (Member* m : members_.Members(role)) {
-      flatbuffers::FlatBufferBuilder fbb(128);
-      auto ranks = members_.LiveTrainerRanks();
-      auto identities = role == wire::Role::Server ? TrainerIdentities(fbb) : 0;
-      auto body = wire::CreateMembership(fbb, members_.epoch(), fbb.CreateVector(ranks), identities);
-      SendTo(m->routing_id, sender_.Seal(fbb, wire::Body::Membership, body.Union()));
-    }
-  }
+  TrainerGone(member, why, /*left=*/false);
 }
 
 void Scheduler::BeginShutdown(bool failed, const std::string& reason) {

@@ -5,8 +5,9 @@
 //
 // Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
 // that calls it. endpoint() may be read after Start() from any thread. The class is defined in
-// several files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
-// scheduler_evaluations.cc, scheduler_report.cc (run summary, progress),
+// several files: scheduler.cc (admission, the job, data chunks, shutdown), scheduler_trainers.cc
+// (trainers joining and leaving a running job, balancing), scheduler_evaluations.cc,
+// scheduler_report.cc (run summary, progress),
 // scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
 // scheduler_recovery.cc (replacing a lost server) and scheduler_identity.cc (CURVE, identities).
 #pragma once
@@ -95,12 +96,9 @@ class Scheduler {
   // Every server holds its shard: let the trainers start.
   void StartTraining();
   void DeclareDead(Member& member, const std::string& why);
-  void BroadcastMembership();
   void MaybeRequestEvaluation();
   // eval_interval_samples: asks for a snapshot each time the samples trained pass a multiple.
   void MaybeRequestSnapshot();
-  // balance: speed: sends a new split of the global batch when the speeds call for one.
-  void MaybeRebalance();
   uint64_t SamplesTrained();
   void BeginShutdown(bool failed, const std::string& reason);
   void FillSummary();
@@ -149,6 +147,37 @@ class Scheduler {
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>> ServerEndpointsToWire(
       flatbuffers::FlatBufferBuilder& fbb);
 
+  // ---- trainers joining and leaving a running job, balancing (scheduler_trainers.cc) ----
+  // A registered trainer not yet in the job is admitted once nothing else is under way (a
+  // checkpoint, a recovery, another admission): its first step is announced to every server
+  // (Membership over their data socket), and once all have agreed it gets the shard map.
+  void MaybeAdmitTrainer();
+  void ProposeAdmission(Member& trainer);
+  // Whether `reply` (from server `server`'s data socket) answers the admission under way.
+  bool HandleAdmissionReply(uint32_t server, const Message& reply);
+  void FinishAdmission();
+  // The admission under way stops (a server was lost); the trainer waits for another.
+  void AbandonAdmission(const std::string& why);
+  // Why no trainer may join now (the job is ending), or "".
+  std::string NoRoomForTrainers() const;
+  // A trainer died (`left`: said Goodbye): out of the job at once, its chunks back to the queue.
+  void TrainerGone(Member& member, const std::string& why, bool left);
+  // Sends the trainers in the job, to servers over their data socket (where a newcomer's first
+  // round is checked; the admission under way awaits the answers) and to the training trainers.
+  void BroadcastMembership();
+  // Sync: whether a trainer in the job has yet to take step `clock` or an earlier one, its first;
+  // until it has, the last epoch is not over for the others.
+  bool TrainerStartsAtOrAfter(uint64_t clock);
+  // A step that every training trainer reaches after about `lead_seconds`.
+  uint64_t StepAhead(double lead_seconds);
+  // Sync: splits the global batch over the training trainers again from step `from_clock` (one
+  // joined or left): equal shares, or with balance: speed by speed (a newcomer at the mean).
+  void Resplit(uint64_t from_clock);
+  // balance: speed: sends a new split of the global batch when the speeds call for one.
+  void MaybeRebalance();
+  // Sends every training trainer Rebalance{from_clock, sizes}, sizes by rank.
+  void SendBatchSizes(uint64_t from_clock, const std::map<uint32_t, uint32_t>& sizes);
+
   // Identities (scheduler_identity.cc). SetUpCurve: with job.security.curve, reads the keys,
   // starts the authentication handler and makes `socket` a CURVE server.
   Status SetUpCurve(SocketOptions* socket);
@@ -166,8 +195,9 @@ class Scheduler {
   void Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason);
   // Refuses `message` when the report it carries is implausible (report_checks.h).
   bool RefuseImplausible(const Message& message, const Status& check);
-  // The shard map; for servers with the trainers' identities, which trainers never see.
-  zmq::message_t BuildShardMap(bool for_servers);
+  // The shard map; for servers with the trainers' identities, which trainers never see. For a
+  // trainer that joined late (`joiner`), with its first step and epoch.
+  zmq::message_t BuildShardMap(bool for_servers, const Member* joiner = nullptr);
   double SecondsSince(Clock::time_point start) const;
 
   zmq::context_t& context_;
@@ -229,7 +259,7 @@ class Scheduler {
   std::string output_error_;             // the model could not be written
   std::optional<Manifest> resume_;       // --resume: the checkpoint continued from
   std::string restorable_checkpoint_;    // directory of this job's newest checkpoint (empty: none yet)
-  std::set<uint32_t> awaiting_restore_;  // servers whose Ack to a Restore is due
+  std::map<uint32_t, uint64_t> awaiting_restore_;  // servers whose Ack to a Restore is due: its seq
 
   // Recovery from a lost server (scheduler_recovery.cc).
   struct Recovery {
@@ -245,6 +275,18 @@ class Scheduler {
     uint64_t samples_at_checkpoint = 0;
   };
   std::optional<Recovery> recovery_;
+
+  // A trainer joining the running job (scheduler_trainers.cc).
+  struct Admission {
+    std::string routing_id;                 // the trainer
+    std::map<uint32_t, uint64_t> awaiting;  // server rank -> seq of the Membership it is to answer
+    uint32_t misses = 0;                    // servers already past the proposed step: lead doubles
+    Clock::time_point proposed;
+  };
+  std::optional<Admission> admission_;
+  // Sync: a trainer was told the last epoch is complete, so the others stop pushing: no trainer
+  // may join any more.
+  bool final_epoch_over_ = false;
   uint32_t generation_ = 0;
   std::set<std::string> replaced_;  // routing ids of servers declared dead
   uint64_t resume_clock_ = 0;       // sent with the shard map: where trainers start

@@ -33,10 +33,11 @@ void Scheduler::MaybeCheckpoint() {
     if (cut_) AbandonCut("the job is finishing");
     return BeginCheckpoint(/*final=*/true);
   }
-  if (job_.checkpoint.dir.empty() || phase_ != Phase::kTraining || cut_) return;
+  // Not while a trainer joins: the cut's data positions would miss the newcomer's.
+  if (job_.checkpoint.dir.empty() || phase_ != Phase::kTraining || cut_ || admission_) return;
   if (last_cut_ < training_started_) last_cut_ = training_started_;  // the first one an interval in
   uint64_t clock = 0;
-  for (Member* t : members_.Members(wire::Role::Trainer)) clock = std::max(clock, t->progress.clock);
+  for (Member* t : members_.Training()) clock = std::max(clock, t->progress.clock);
   const auto& c = job_.checkpoint;
   const bool by_time = c.interval_seconds > 0 && now - last_cut_ >= std::chrono::seconds(c.interval_seconds);
   const bool by_steps = c.interval_steps > 0 && clock >= last_cut_clock_ + c.interval_steps;
@@ -55,7 +56,7 @@ void Scheduler::BeginCheckpoint(bool final) {
   o.chunks_per_epoch = chunks_.chunks_per_epoch();
   uint64_t newest_clock = 0;
   double steps_per_second = 0;
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
+  for (Member* t : members_.Training()) {
     newest_clock = std::max(newest_clock, t->progress.clock);
     if (t->progress.batch_size > 0) {
       steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
@@ -75,7 +76,7 @@ void Scheduler::BeginCheckpoint(bool final) {
   if (final) final_cut_asked_ = true;
   HETPS_LOG(DEBUG) << (final ? "final checkpoint" : "checkpoint") << " cut " << o.number
                    << (o.round ? " at round " + std::to_string(*o.round) : std::string(" now"));
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
+  for (Member* t : members_.Training()) {
     if (std::count(o.trainers.begin(), o.trainers.end(), t->rank) > 0)
       SendTo(t->routing_id, CheckpointRequest());
   }
@@ -117,6 +118,7 @@ void Scheduler::HandleServerReply(uint32_t rank, Message message) {
     HETPS_LOG(WARNING) << "server " << rank << " sent a malformed reply: " << valid.message();
     return;
   }
+  if (HandleAdmissionReply(rank, message)) return;
   switch (message.kind()) {
     case wire::Body::CheckpointState: {
       const auto* state = message.body<wire::CheckpointState>();
@@ -125,12 +127,19 @@ void Scheduler::HandleServerReply(uint32_t rank, Message message) {
       if (!added.ok()) return AbandonCut(added.message());
       return MaybeFinishCut();
     }
-    case wire::Body::Ack:
-      if (message.env().generation() != generation_ || awaiting_restore_.erase(rank) == 0) return;
+    case wire::Body::Ack: {
+      // Answers to Memberships of earlier admissions, or to an earlier Restore, are late.
+      auto restore = awaiting_restore_.find(rank);
+      if (message.env().generation() != generation_ || restore == awaiting_restore_.end() ||
+          restore->second != message.body<wire::Ack>()->seq()) {
+        return;
+      }
+      awaiting_restore_.erase(restore);
       if (!awaiting_restore_.empty()) return;
       if (recovery_) return FinishRecovery();
       if (resume_ && phase_ == Phase::kStarting) return StartTraining();
       return;
+    }
     case wire::Body::Error: {
       const auto* error = message.body<wire::Error>();
       const std::string reason = "server " + std::to_string(rank) + ": " + error->reason()->str();

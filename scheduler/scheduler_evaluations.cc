@@ -97,8 +97,10 @@ void Scheduler::MaybeRequestEvaluation() {
     evals_.push_back({next_epoch_to_evaluate_++, false});
   }
   if (!final_eval_queued_) {
-    bool all_done = members_.Count(wire::Role::Trainer) > 0;
-    for (Member* t : members_.Members(wire::Role::Trainer)) all_done = all_done && t->done;
+    // A trainer still joining counts: it trains what is left, if anything, and says Done too.
+    const auto in_job = members_.TrainersInJob();
+    bool all_done = !in_job.empty();
+    for (Member* t : in_job) all_done = all_done && t->done;
     if (all_done) {
       final_eval_queued_ = true;
       all_done_ = Clock::now();

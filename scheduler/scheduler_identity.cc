@@ -41,9 +41,9 @@ std::string Scheduler::ImpostorReason(const Member& member, const Message& messa
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TrainerIdentity>>>
 Scheduler::TrainerIdentities(flatbuffers::FlatBufferBuilder& fbb) {
   std::vector<flatbuffers::Offset<wire::TrainerIdentity>> identities;
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
-    identities.push_back(
-        wire::CreateTrainerIdentityDirect(fbb, t->rank, t->data_token.c_str(), t->key_name.c_str()));
+  for (Member* t : members_.TrainersInJob()) {
+    identities.push_back(wire::CreateTrainerIdentityDirect(fbb, t->rank, t->data_token.c_str(),
+                                                           t->key_name.c_str(), t->start_clock));
   }
   return fbb.CreateVector(identities);
 }

@@ -49,6 +49,7 @@ void Scheduler::ServerLost(Member& member, const std::string& why) {
   failure.detected_after_s = silent_s;
   summary_.failures.push_back(failure);
   AbandonCut(who + " was lost");
+  AbandonAdmission(who + " was lost");
   if (!recovery_) {
     recovery_.emplace();
     recovery_->started = Clock::now();
@@ -63,7 +64,7 @@ void Scheduler::ServerLost(Member& member, const std::string& why) {
   const std::string reason =
       who + " was lost (" + why + "); waiting for a server to take rank " + std::to_string(rank);
   display_.Note(reason);
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
+  for (Member* t : members_.Training()) {
     flatbuffers::FlatBufferBuilder fbb(128 + reason.size());
     auto body = wire::CreatePauseDirect(fbb, generation_, reason.c_str());
     SendTo(t->routing_id, sender_.Seal(fbb, wire::Body::Pause, body.Union()));
@@ -109,7 +110,7 @@ Status Scheduler::SendRestore(uint32_t rank, const std::shared_ptr<SafetensorsFi
                                   file ? SignatureToWire(fbb, tensors) : 0, reset);
   HETPS_RETURN_IF_ERROR(
       links_.Send(rank, sender_.Seal(fbb, wire::Body::Restore, body.Union()), std::move(frames)));
-  awaiting_restore_.insert(rank);
+  awaiting_restore_[rank] = sender_.last_seq();
   return Status::Ok();
 }
 
@@ -169,7 +170,7 @@ void Scheduler::FinishRecovery() {
     f.checkpoint = r.checkpoint;
     f.recovered = true;
   }
-  for (Member* t : members_.Members(wire::Role::Trainer)) {
+  for (Member* t : members_.Training()) {
     flatbuffers::FlatBufferBuilder fbb(512);
     auto servers = ServerEndpointsToWire(fbb);
     auto body = wire::CreateResume(fbb, generation_, servers, r.rollback, r.resume_clock, r.resume_epoch,
@@ -190,7 +191,11 @@ void Scheduler::FinishRecovery() {
 }
 
 void Scheduler::ReopenTraining() {
-  for (Member* t : members_.Members(wire::Role::Trainer)) t->done = false;
+  for (Member* t : members_.Members(wire::Role::Trainer)) {
+    t->done = false;
+    t->start_clock = 0;  // everyone goes on from the checkpoint's round, newcomers too
+  }
+  final_epoch_over_ = false;
   if (phase_ == Phase::kFinishing) phase_ = Phase::kTraining;
   if (final_eval_queued_) {
     final_eval_queued_ = false;

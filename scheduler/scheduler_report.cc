@@ -18,6 +18,7 @@ void Scheduler::FillSummary() {
   s.global_batch_size = job_.global_batch_size;
   s.servers = job_.servers;
   s.trainers = job_.trainers;
+  s.max_trainers = MaxTrainers(job_);
   const bool started = training_started_ != Clock::time_point{};
   s.wall_seconds = started ? SecondsSince(training_started_) : 0;
   const auto train_end = all_done_ != Clock::time_point{} ? all_done_ : Clock::now();
@@ -26,13 +27,14 @@ void Scheduler::FillSummary() {
   s.trainer_details.clear();
   s.batch_share.clear();
   for (Member* t : members_.Members(wire::Role::Trainer, false)) {
+    if (t->joined_late && !t->started) continue;  // never trained: it came too late, or died waiting
     samples += t->progress.samples;
-    const uint32_t batch = t->progress.batch_size != 0
-                               ? t->progress.batch_size
-                               : EvenBatchShare(job_.global_batch_size, job_.trainers, t->rank);
-    s.trainer_details.push_back(
-        {t->rank, t->host, t->device, batch, t->progress.clock, t->progress.samples, t->alive,
-         t->progress.ComputeSamplesPerSecond()});
+    const uint32_t batch = t->progress.batch_size != 0 ? t->progress.batch_size : t->batch_size;
+    // A late joiner's clock starts at its first step: its own steps are the difference.
+    const uint64_t steps = t->progress.clock - std::min(t->progress.clock, t->first_step);
+    s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
+                                 t->progress.ComputeSamplesPerSecond(), t->joined_late,
+                                 t->first_step, t->left});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
