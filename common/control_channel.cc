@@ -227,6 +227,20 @@ void ControlChannel::ClearPause() {
   paused_ = 0;
 }
 
+void ControlChannel::Leave(zmq::message_t goodbye, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (left_) return;
+    left_ = true;
+    // A scheduler that has not admitted this member has nothing to forget.
+    if (joined_ && !shutdown_) outbox_.push_back(std::move(goodbye));
+    if (!shutdown_) shutdown_ = ShutdownNotice{false, reason};
+  }
+  outbox_wake_.Notify();
+  changed_.notify_all();
+  inbox_wake_.Notify();
+}
+
 void ControlChannel::Fail(Status status) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -358,7 +372,7 @@ void ControlChannel::SendHeartbeatIfDue(zmq::socket_t& socket) {
   std::function<zmq::message_t(Sender&)> builder;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (Clock::now() - last_heartbeat_ < heartbeat_interval_) return;
+    if (left_ || Clock::now() - last_heartbeat_ < heartbeat_interval_) return;
     builder = heartbeat_builder_;
   }
   last_heartbeat_ = Clock::now();

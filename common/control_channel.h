@@ -92,8 +92,13 @@ class ControlChannel {
   // and once the channel has failed.
   int wake_fd() const { return inbox_wake_.read_fd(); }
 
-  // Set once a Shutdown has arrived.
+  // Set once a Shutdown has arrived, or the member left (Leave).
   std::optional<ShutdownNotice> shutdown() const;
+
+  // The member leaves the job of its own accord: `goodbye` (a sealed envelope) goes out as its
+  // last message when it has joined, heartbeats stop, and from then on the channel behaves as
+  // after a Shutdown that did not fail, saying `reason`, so that every wait returns at once.
+  void Leave(zmq::message_t goodbye, const std::string& reason);
 
   // The generation of a Pause from the scheduler (a server was lost) that the owner has not
   // cleared yet; 0: none. Request() gives up while it is set, unless its reply is already in.
@@ -136,6 +141,7 @@ class ControlChannel {
   Status failure_;
   std::function<zmq::message_t(Sender&)> heartbeat_builder_;
   bool joined_ = false;  // heartbeats and the silence check start with it
+  bool left_ = false;    // Leave(): no heartbeat after the goodbye
   bool stopping_ = false;
   std::chrono::milliseconds heartbeat_interval_;
   std::chrono::milliseconds scheduler_timeout_;

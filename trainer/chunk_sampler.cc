@@ -22,9 +22,9 @@ const std::vector<int64_t>& ChunkSampler::Permutation(uint32_t epoch) {
   return permutations_[epoch] = EpochPermutation(train_samples_, seed_, epoch);
 }
 
-Result<bool> ChunkSampler::Request(uint32_t epoch) {
+Result<bool> ChunkSampler::Request(uint32_t epoch, uint64_t clock) {
   flatbuffers::FlatBufferBuilder fbb(128 + 4 * finished_.size());
-  auto body = wire::CreateChunkRequestDirect(fbb, epoch, &finished_);
+  auto body = wire::CreateChunkRequestDirect(fbb, epoch, &finished_, clock);
   auto reply = control_->Request(sender_->Seal(fbb, wire::Body::ChunkRequest, body.Union()),
                                  wire::Body::ChunkGrant, request_timeout_);
   if (!reply.ok()) return reply.status();
@@ -42,7 +42,7 @@ Result<bool> ChunkSampler::Request(uint32_t epoch) {
   return true;
 }
 
-Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count) {
+Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count, uint64_t clock) {
   finished_.insert(finished_.end(), drained_.begin(), drained_.end());
   drained_.clear();
   std::vector<int64_t> indices;
@@ -50,7 +50,7 @@ Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count) {
   while (indices.size() < count) {
     if (held_.empty()) {
       // Asked even after an "exhausted" answer: a trainer that died may have returned chunks.
-      auto granted = Request(epoch);
+      auto granted = Request(epoch, clock);
       if (!granted.ok()) return granted.status();
       if (!*granted) break;
       continue;
@@ -69,11 +69,11 @@ Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count) {
   return indices;
 }
 
-Result<bool> ChunkSampler::FlushAndCheckComplete(uint32_t epoch) {
+Result<bool> ChunkSampler::FlushAndCheckComplete(uint32_t epoch, uint64_t clock) {
   finished_.insert(finished_.end(), drained_.begin(), drained_.end());
   drained_.clear();
   if (!held_.empty()) return false;
-  auto granted = Request(epoch);
+  auto granted = Request(epoch, clock);
   if (!granted.ok()) return granted.status();
   // A chunk granted now (one a dead trainer returned) is trained by the next call of Next().
   return !*granted && last_epoch_complete_;

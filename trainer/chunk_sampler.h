@@ -22,15 +22,17 @@ class ChunkSampler {
   ChunkSampler(ControlChannel* control, Sender* sender, uint64_t train_samples, uint64_t seed,
                std::chrono::milliseconds request_timeout);
 
-  // Up to `count` sample indices to train next while working on `epoch`. Fewer (possibly none)
-  // only when the scheduler has no chunk of `epoch` left for this trainer. A chunk counts as
-  // finished at the call after the one that handed out its last sample, i.e. once the batch
-  // holding it has been trained.
-  Result<std::vector<int64_t>> Next(uint32_t epoch, size_t count);
+  // Up to `count` sample indices to train next while working on `epoch`, before step `clock`.
+  // Fewer (possibly none) only when the scheduler has no chunk of `epoch` left for this trainer.
+  // A chunk counts as finished at the call after the one that handed out its last sample, i.e.
+  // once the batch holding it has been trained.
+  Result<std::vector<int64_t>> Next(uint32_t epoch, size_t count, uint64_t clock);
 
   // Reports the chunks finished so far and tells whether every chunk of `epoch` has been trained
-  // (by any trainer). A trainer that has run out of its last epoch asks until it is.
-  Result<bool> FlushAndCheckComplete(uint32_t epoch);
+  // (by any trainer). A trainer that has run out of its last epoch asks until it is. A chunk
+  // granted meanwhile (one a trainer that died or left gave back) is held: false, and Next()
+  // hands it out.
+  Result<bool> FlushAndCheckComplete(uint32_t epoch, uint64_t clock);
 
   // Where this trainer's data stands between two calls of Next(): the chunks whose every sample
   // has been handed out (so trained, once the step that took them is done) but not yet reported
@@ -57,8 +59,8 @@ class ChunkSampler {
     uint64_t end = 0;
   };
 
-  // Asks for another chunk of `epoch`; false when the scheduler has none.
-  Result<bool> Request(uint32_t epoch);
+  // Asks for another chunk of `epoch` (at step `clock`); false when the scheduler has none.
+  Result<bool> Request(uint32_t epoch, uint64_t clock);
   bool last_epoch_complete_ = false;  // from the last "exhausted" answer
   const std::vector<int64_t>& Permutation(uint32_t epoch);
 

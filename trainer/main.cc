@@ -2,7 +2,11 @@
 // the model, mode, batch size and everything else arrive from the scheduler.
 #include <ATen/Parallel.h>
 
+#include <atomic>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <thread>
 
 #include "common/allocator.h"
 #include "common/cli.h"
@@ -10,6 +14,18 @@
 #include "security/member_curve.h"
 #include "trainer/device/torch_build.h"
 #include "trainer/trainer.h"
+
+namespace {
+
+std::atomic<bool> g_leave{false};
+
+// Ctrl-C or SIGTERM: leave the job cleanly. A second one ends the process at once.
+void RequestLeave(int signal) {
+  g_leave.store(true);
+  std::signal(signal, SIG_DFL);
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
@@ -67,7 +83,22 @@ int main(int argc, char** argv) {
 
   zmq::context_t context(1);
   hetps::Trainer trainer(context, options);
+  // The handler only sets a flag; this thread turns it into Leave(), which takes locks.
+  std::signal(SIGINT, RequestLeave);
+  std::signal(SIGTERM, RequestLeave);
+  std::atomic<bool> finished{false};
+  std::thread watcher([&] {
+    while (!finished.load()) {
+      if (g_leave.load()) {
+        trainer.Leave();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
   hetps::Status status = trainer.Run();
+  finished.store(true);
+  watcher.join();
   if (!status.ok()) return hetps::FatalError("hetps-trainer", status);
   return 0;
 }

@@ -45,6 +45,14 @@ Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEnd
   return Status::Ok();
 }
 
+zmq::message_t Goodbye(Sender& sender) {
+  flatbuffers::FlatBufferBuilder fbb(64);
+  auto body = wire::CreateGoodbye(fbb);
+  return sender.Seal(fbb, wire::Body::Goodbye, body.Union());
+}
+
+constexpr const char* kLeftReason = "this trainer left the job";
+
 }  // namespace
 
 // One run of a trainer: joining, setting up, the epochs and the end of the job. The step itself,
@@ -52,7 +60,9 @@ Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEnd
 // ProgressReporter); lives inside Run().
 class Trainer::Session {
  public:
-  Session(zmq::context_t& context, const TrainerOptions& options) : context_(context), options_(options) {}
+  Session(Trainer& owner, zmq::context_t& context, const TrainerOptions& options)
+      : owner_(owner), context_(context), options_(options) {}
+  ~Session() { owner_.Attach(nullptr, nullptr); }
 
   Status Run();
 
@@ -87,6 +97,7 @@ class Trainer::Session {
   // The status to return once the scheduler has said Shutdown.
   Status ShutdownStatus() const;
 
+  Trainer& owner_;
   zmq::context_t& context_;
   const TrainerOptions& options_;
   Sender sender_{wire::Role::Trainer};
@@ -112,6 +123,7 @@ class Trainer::Session {
   uint64_t samples_ = 0;
   uint64_t weight_version_ = 0;
   bool idle_ = false;  // ssp: the servers were told this trainer has no data
+  bool out_of_data_ = false;  // said once that the last epoch has nothing left for it
   struct PendingBatch {
     uint64_t from_clock = 0;
     uint32_t batch_size = 0;
@@ -125,8 +137,23 @@ Trainer::Trainer(zmq::context_t& context, TrainerOptions options)
 Trainer::~Trainer() = default;
 
 Status Trainer::Run() {
-  Session session(context_, options_);
+  Session session(*this, context_, options_);
   return session.Run();
+}
+
+void Trainer::Leave() {
+  std::lock_guard<std::mutex> lock(leave_mutex_);
+  if (leaving_) return;
+  leaving_ = true;
+  HETPS_LOG(INFO) << "leaving the job";
+  if (control_ != nullptr) control_->Leave(Goodbye(*sender_), kLeftReason);
+}
+
+void Trainer::Attach(ControlChannel* control, Sender* sender) {
+  std::lock_guard<std::mutex> lock(leave_mutex_);
+  control_ = control;
+  sender_ = sender;
+  if (leaving_ && control_ != nullptr) control_->Leave(Goodbye(*sender_), kLeftReason);
 }
 
 Status Trainer::Session::Run() {
@@ -190,7 +217,8 @@ Status Trainer::Session::Setup() {
   if (!pulled.ok()) return pulled.status();
   HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
   weight_version_ = pulled->weight_version;
-  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts, pushing "
+  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
+                  << " with the servers' weights of version " << weight_version_ << ", pushing "
                   << (step_->overlapping() ? "each gradient as backward produces it"
                                            : "the gradients after backward")
                   << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
@@ -203,6 +231,7 @@ Status Trainer::Session::JoinScheduler() {
   control_options.connect_timeout = options_.connect_timeout;
   control_options.curve = options_.curve;
   control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
+  owner_.Attach(control_.get(), &sender_);
   ControlChannel::JoinInfo info;
   info.role = wire::Role::Trainer;
   info.device = DeviceDescription(device_);
@@ -297,16 +326,22 @@ Status Trainer::Session::TrainEpochs() {
     }
     ApplyPendingBatch();
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
-    auto indices = sampler_->Next(epoch_, job_.batch_size);
+    auto indices = sampler_->Next(epoch_, job_.batch_size, clock_);
     if (!indices.ok()) {
       HETPS_RETURN_IF_ERROR(RecoverIfPaused(indices.status()));
       continue;
     }
+    if (indices->empty() && epoch_ + 1 < job_.epochs) {
+      // Out of this epoch's data: on to the next at once, in every mode. Chunks that others still
+      // hold, or give back when they die or leave, go to whoever asks next, whatever its epoch.
+      ++epoch_;
+      continue;
+    }
+    if (indices->empty() && !out_of_data_) {
+      HETPS_LOG(INFO) << "no data left to take in the last epoch; waiting for the others to finish theirs";
+      out_of_data_ = true;
+    }
     if (indices->empty() && !sync) {
-      if (epoch_ + 1 < job_.epochs) {
-        ++epoch_;
-        continue;
-      }
       if (job_.mode == ConsistencyMode::kSsp && !idle_) {
         // Out of data: the others must not wait for this trainer's clock.
         Status marked = client_->MarkIdle(clock_);
@@ -318,7 +353,7 @@ Status Trainer::Session::TrainEpochs() {
       }
       // Out of data in the last epoch: wait until every chunk is trained (a trainer that dies
       // returns its chunks, which this trainer then takes).
-      auto complete = sampler_->FlushAndCheckComplete(epoch_);
+      auto complete = sampler_->FlushAndCheckComplete(epoch_, clock_);
       if (!complete.ok()) {
         HETPS_RETURN_IF_ERROR(RecoverIfPaused(complete.status()));
         continue;
@@ -336,8 +371,21 @@ Status Trainer::Session::TrainEpochs() {
       HETPS_RETURN_IF_ERROR(RecoverIfPaused(stepped));
       continue;
     }
-    // In sync mode the epoch ends for everyone at the first round in which nobody had data.
-    if (sync && round_samples == 0) ++epoch_;
+    if (sync && round_samples == 0) {
+      // The last epoch ends for everyone at a round in which nobody had data, once the scheduler
+      // says every chunk is trained: a chunk given back by a trainer that died or left is trained
+      // first, and a trainer that joins at a later step is waited for.
+      auto complete = sampler_->FlushAndCheckComplete(epoch_, clock_);
+      if (!complete.ok()) {
+        HETPS_RETURN_IF_ERROR(RecoverIfPaused(complete.status()));
+        continue;
+      }
+      if (*complete) {
+        ++epoch_;
+      } else if (!sampler_->holds_chunks()) {
+        control_->WaitForInbox(std::chrono::milliseconds(20));  // empty rounds until it is decided
+      }
+    }
     progress_->Report(Position(), /*force=*/false);
   }
   progress_->Report(Position(), /*force=*/true);

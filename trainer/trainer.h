@@ -5,12 +5,14 @@
 //
 // Run() does everything on the calling thread, which owns the data-plane sockets and the model;
 // the control channel to the scheduler heartbeats from a thread of its own, so a step longer
-// than the heartbeat timeout never makes the trainer look dead.
+// than the heartbeat timeout never makes the trainer look dead. Leave() may be called from any
+// thread.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include <zmq.hpp>
@@ -48,10 +50,23 @@ class Trainer {
   // reason this trainer (or the job) failed.
   Status Run();
 
+  // Leaves the job at once, from any thread (e.g. one that watches for SIGTERM): the trainer says
+  // Goodbye to the scheduler, which takes it out of the job without waiting for the heartbeat
+  // timeout and gives its unfinished data chunks to the others; Run() returns OK as soon as the
+  // computation under way (at most one step) has ended.
+  void Leave();
+
  private:
   class Session;
+  // The running session's channel to the scheduler, for Leave(); nullptr when none.
+  void Attach(ControlChannel* control, Sender* sender);
+
   zmq::context_t& context_;
   TrainerOptions options_;
+  std::mutex leave_mutex_;  // guards the three below
+  bool leaving_ = false;
+  ControlChannel* control_ = nullptr;
+  Sender* sender_ = nullptr;
 };
 
 }  // namespace hetps
