@@ -486,4 +486,68 @@ CATCH_TEST_CASE("A pull must come from a live trainer and name distinct partitio
   CATCH_CHECK_FALSE(validate(0, MakePull({0})).ok());
 }
 
+
+CATCH_TEST_CASE("A trainer that joins at round 2 is waited for from round 2 on, not before",
+                "[ps][shard][membership]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kSync);
+  shard->SetLiveTrainers({0});
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  CATCH_REQUIRE(shard->CheckFromClock(1, 2).ok());
+  shard->SetLiveTrainers({0, 1}, {{1, 2}});
+  CATCH_CHECK(shard->IsLive(1));
+  // Rounds 0 and 1 complete with trainer 0 alone; a push of the newcomer's before its round is refused.
+  CATCH_CHECK(RefusalCode(PushBoth(*shard, 1, 0, 20, kGradC)) == wire::ErrorCode::Unexpected);
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 10, kGradA).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 1, 10, kGradA).ok());
+  CATCH_CHECK(shard->stats().rounds == 2);
+  // Round 2 waits for it, and weighs both.
+  CATCH_REQUIRE(PushBoth(*shard, 0, 2, 10, kGradA).ok());
+  CATCH_CHECK(shard->stats().rounds == 2);
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 3, false));
+  const Floats before = WeightsOf(*shard, 0);
+  CATCH_REQUIRE(PushBoth(*shard, 1, 2, 30, kGradB).ok());
+  CATCH_CHECK(shard->stats().rounds == 3);
+  CATCH_CHECK(MaxDifference(WeightsOf(*shard, 0), SgdStep(before, {{10, kGradA}, {30, kGradB}})) < 1e-6f);
+}
+
+CATCH_TEST_CASE("A trainer cannot join at a round a partition has already completed",
+                "[ps][shard][membership]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kSync);
+  shard->SetLiveTrainers({0});
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 10, kGradA).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 1, 10, kGradA).ok());
+  Status late = shard->CheckFromClock(1, 1);
+  CATCH_INFO(late.ToString());
+  CATCH_CHECK(late.code() == Status::Code::kFailedPrecondition);
+  CATCH_CHECK(Contains(late.message(), "trainer 1 would start at round 1 but partition"));
+  CATCH_CHECK(Contains(late.message(), "has completed 2 rounds"));
+  // The open round is still to come: joining there is fine, and so is a trainer already known.
+  CATCH_CHECK(shard->CheckFromClock(1, 2).ok());
+  CATCH_CHECK(shard->CheckFromClock(0, 0).ok());
+  // After a restore everyone goes on together from the restored round.
+  shard->SetLiveTrainers({0, 1}, {{1, 2}});
+  shard->Reset();
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 10, kGradA).ok());
+  CATCH_CHECK(shard->stats().rounds == 0);
+  CATCH_REQUIRE(PushBoth(*shard, 1, 0, 30, kGradB).ok());
+  CATCH_CHECK(shard->stats().rounds == 1);
+}
+
+CATCH_TEST_CASE("An ssp trainer that joins counts from its first clock, so it holds nobody back",
+                "[ps][shard][membership]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kSsp, [](Shard::Options& o) { o.staleness = 1; });
+  shard->SetLiveTrainers({0});
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  for (uint64_t clock = 0; clock < 5; ++clock) CATCH_REQUIRE(PushBoth(*shard, 0, clock, 10, kGradA).ok());
+  shard->SetLiveTrainers({0, 1}, {{1, 5}});
+  // Trainer 0 at clock 6 may go on: the newcomer counts as 5 steps along.
+  CATCH_CHECK(shard->PullReady({0, 2}, 6, false));
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 7, false));
+}
+
 }  // namespace hetps

@@ -96,6 +96,7 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
   auto map = ShardMap::FromWire(*wire_map);
   if (!map.ok()) return map.status();
   map_ = std::make_unique<ShardMap>(std::move(*map));
+  start_clock_ = wire_map->resume_clock();
   std::vector<std::string> endpoints(map_->num_servers());
   for (const wire::ServerEndpoint* server : *wire_map->servers()) {
     endpoints[server->rank()] = server->endpoint()->str();

@@ -79,6 +79,8 @@ class ScriptedTrainer {
   const std::string& client_endpoint(uint32_t s) const { return endpoints_[s]; }
   // The data token the scheduler gave this trainer (its data sockets' routing id).
   const std::string& data_token() const { return data_token_; }
+  // The step the shard map says this trainer starts at (a late joiner's, or a resumed job's).
+  uint64_t start_clock() const { return start_clock_; }
   // Closes the data-plane connections (client() is gone), so that a test may speak for this
   // trainer over connections of its own: a server admits one connection per token at a time.
   void CloseClient() { client_.reset(); }
@@ -96,6 +98,7 @@ class ScriptedTrainer {
   uint64_t max_message_bytes_ = 0;
   std::vector<std::string> endpoints_;
   std::string data_token_;
+  uint64_t start_clock_ = 0;
 };
 
 }  // namespace hetps::testing
