@@ -31,7 +31,8 @@
 #   --max-restarts N   restart a server that dies, with the same arguments, up to N times in all
 #                      (default 3 with checkpoints, 0 without); past that the job stops as when
 #                      restarts are off. A trainer that dies counts as one too, but is not started
-#                      again (a running job does not admit new trainers): the others take its data.
+#                      again: the others take its data (another hetps-trainer may still join the
+#                      running job, up to the job's max_trainers).
 #                      When the scheduler dies the job stops; continue it with --resume.
 #   --secure           encrypt and authenticate every connection with CURVE: generates a key pair
 #                      per process into RUN_DIR/keys and admits only those keys
@@ -259,7 +260,7 @@ while ((${#watching[@]})) && [[ -z $name ]]; do
       still+=("${pids[${#pids[@]} - 1]}")
       continue
     fi
-    # A running job takes no new trainer: the scheduler gives a dead trainer's data to the others.
+    # Not restarted: the scheduler gives a dead trainer's data to the others.
     if ((code != 0 && code != 3)) && [[ ${names[$pid]} == trainer-* ]] && ((restarts < max_restarts)); then
       restarts=$((restarts + 1))
       echo "launch_local.sh: ${names[$pid]} died (exit $code); the job goes on with the other trainers ($restarts of $max_restarts restarts)" >&2
