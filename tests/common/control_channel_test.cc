@@ -415,4 +415,37 @@ CATCH_TEST_CASE("A scheduler silent for longer than its timeout makes the channe
   CATCH_CHECK(seen.seconds_after_join < 2.0);
 }
 
+CATCH_TEST_CASE("Leave sends the goodbye last, stops heartbeats and ends every wait at once",
+                "[common][control]") {
+  zmq::context_t context(1);
+  FakeScheduler fake(context);
+  auto service = [](ControlChannel& channel, Sender& sender) {
+    auto joined = channel.Join(TrainerInfo());
+    if (!joined.ok()) return joined.status();
+    // Another thread (a signal watcher) makes the member leave while this one waits for a reply.
+    std::thread leaver([&channel, &sender] {
+      std::this_thread::sleep_for(milliseconds(200));
+      channel.Leave(sender.MakeEmpty(wire::Body::Goodbye), "stopped by a signal");
+    });
+    const auto start = Clock::now();
+    auto reply = channel.Request(sender.MakeEmpty(wire::Body::ChunkRequest), wire::Body::ChunkGrant,
+                                 milliseconds(10000));
+    leaver.join();
+    if (reply.ok()) return Status::Internal("the request was answered");
+    if (SecondsSince(start) > 2) return Status::Internal("the request did not end at once");
+    std::this_thread::sleep_for(milliseconds(600));  // the channel lives on: no heartbeat may follow
+    if (!channel.shutdown() || channel.shutdown()->failed || channel.shutdown()->reason != "stopped by a signal")
+      return Status::Internal("no shutdown notice after leaving");
+    return Status::Ok();
+  };
+  auto member = RunMember(context, fake.endpoint(), service);
+  fake.Admit(0, 50, 30000);
+  CATCH_REQUIRE(fake.Next(wire::Body::Goodbye, milliseconds(5000)).has_value());
+  // Nothing follows the goodbye: no heartbeat within several intervals.
+  CATCH_CHECK_FALSE(fake.Next(wire::Body::Heartbeat, milliseconds(400)).has_value());
+  Status status = member.get();
+  CATCH_INFO(status.ToString());
+  CATCH_CHECK(status.ok());
+}
+
 }  // namespace hetps

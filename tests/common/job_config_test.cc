@@ -56,6 +56,8 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.partition_bytes == 4u << 20);
   CATCH_CHECK(o.servers == 1);
   CATCH_CHECK(o.trainers == 1);
+  CATCH_CHECK(o.max_trainers == 0);
+  CATCH_CHECK(MaxTrainers(o) == 1);
   CATCH_CHECK(o.listen == "tcp://127.0.0.1:7400");
   CATCH_CHECK(o.summary.empty());
   CATCH_CHECK(o.seed == 1);
@@ -100,6 +102,7 @@ max_message_bytes: 2097152
 max_model_bytes: 100000000
 servers: 3
 trainers: 5
+max_trainers: 8
 listen: tcp://0.0.0.0:7500
 summary: /tmp/run.json
 seed: 42
@@ -155,6 +158,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.max_model_bytes == 100000000);
   CATCH_CHECK(o.servers == 3);
   CATCH_CHECK(o.trainers == 5);
+  CATCH_CHECK(o.max_trainers == 8);
+  CATCH_CHECK(MaxTrainers(o) == 8);
   CATCH_CHECK(o.listen == "tcp://0.0.0.0:7500");
   CATCH_CHECK(o.summary == "/tmp/run.json");
   CATCH_CHECK(o.seed == 42);
@@ -211,6 +216,18 @@ CATCH_TEST_CASE("An unknown key names the file, the line and the key and lists t
                     {"job.yaml:3: optimizer.betas", "unknown key", "beta1", "beta2", "amsgrad",
                      "initial_accumulator_value"});
   }
+}
+
+CATCH_TEST_CASE("max_trainers defaults to trainers and may not be below it", "[common][job_config]") {
+  CATCH_CHECK(MaxTrainers(ParseOrFail("trainers: 3\n")) == 3);
+  CATCH_CHECK(MaxTrainers(ParseOrFail("trainers: 3\nmax_trainers: 3\n")) == 3);
+  RequireRejected("trainers: 3\nmax_trainers: 2\n", {"max_trainers: 2 is smaller than trainers (3)"});
+  RequireRejected("max_trainers: 1025\n", {"job.yaml:1: max_trainers", "1025", "0..1024"});
+  // Every trainer that may take part needs a sample of each step.
+  RequireRejected("trainers: 2\nmax_trainers: 9\nglobal_batch_size: 8\n",
+                  {"global_batch_size: 8 is smaller than max_trainers (9)"});
+  // The resolved job keeps it.
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(ParseOrFail("trainers: 2\nmax_trainers: 4\n"))).max_trainers == 4);
 }
 
 CATCH_TEST_CASE("The security section needs a keys directory with CURVE and a list of names",
