@@ -168,7 +168,9 @@ class Scheduler {
   // Sync: whether a trainer in the job has yet to take step `clock` or an earlier one, its first;
   // until it has, the last epoch is not over for the others.
   bool TrainerStartsAtOrAfter(uint64_t clock);
-  // A step that every training trainer reaches after about `lead_seconds`.
+  // A step about `lead_seconds` ahead of the fastest trainer (by the trainers' reports and the
+  // servers' round counts), for what every member must hear of before reaching it: a sync
+  // checkpoint's cut, a joiner's first step, a new split of the global batch.
   uint64_t StepAhead(double lead_seconds);
   // Sync: splits the global batch over the training trainers again from step `from_clock` (one
   // joined or left): equal shares, or with balance: speed by speed (a newcomer at the mean).

@@ -4,7 +4,6 @@
 // checkpoint and the model at the end of the job, and resuming a job from a checkpoint. Part of
 // the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "checkpoint/checkpoint_store.h"
@@ -55,19 +54,15 @@ void Scheduler::BeginCheckpoint(bool final) {
   o.servers = job_.servers;
   o.chunks_per_epoch = chunks_.chunks_per_epoch();
   uint64_t newest_clock = 0;
-  double steps_per_second = 0;
   for (Member* t : members_.Training()) {
     newest_clock = std::max(newest_clock, t->progress.clock);
-    if (t->progress.batch_size > 0) {
-      steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
-    }
     if (!final && !t->done) o.trainers.push_back(t->rank);
   }
   if (sync && !final) {
     // Progress reports are up to one interval old: the trainers are that much further on.
     const double lead = kCutLeadSeconds * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5)) +
                         job_.progress_interval_ms / 1000.0;
-    o.round = newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * lead));
+    o.round = StepAhead(lead);
   }
   cut_.emplace(o, chunks_.Completed());
   servers_asked_ = false;
