@@ -26,13 +26,6 @@ std::string RoutingId(const Message& message) {
   return std::string(static_cast<const char*>(message.routing_id.data()), message.routing_id.size());
 }
 
-flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
-                                                           const OptimizerOptions& o) {
-  return wire::CreateOptimizerConfig(fbb, static_cast<wire::OptimizerKind>(o.kind), o.lr, o.momentum,
-                                     o.dampening, o.nesterov, o.weight_decay, o.beta1, o.beta2, o.eps,
-                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value);
-}
-
 uint64_t TrainSamples(const JobOptions& job) {
   const uint64_t all = DatasetTrainSamples(job.dataset);
   return job.max_train_samples > 0 ? std::min(all, job.max_train_samples) : all;
