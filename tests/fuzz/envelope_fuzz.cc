@@ -9,6 +9,7 @@
 // The input is one message in the form of tests/fuzz/fuzz_input.h. The job is the default job
 // with 2 servers and 2 trainers; the sender's rank stands for the identity already checked.
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -49,8 +50,11 @@ const JobOptions& TheJob() {
   return job;
 }
 
-void Require(bool condition) {
-  if (!condition) std::abort();
+// A property the code under test promises; a broken one is a finding.
+void Require(bool condition, const char* what) {
+  if (condition) return;
+  std::fprintf(stderr, "broken: %s\n", what);
+  std::abort();
 }
 
 // The map built from a registered signature, sent as the scheduler sends it, must come back the
@@ -66,13 +70,15 @@ void CheckShardMapRoundTrip(const ShardMap& map) {
   auto body = wire::CreateShardMap(fbb, 1, tensors, partitions, fbb.CreateVector(endpoints));
   fbb.Finish(body);
   auto rebuilt = ShardMap::FromWire(*flatbuffers::GetRoot<wire::ShardMap>(fbb.GetBufferPointer()));
-  Require(rebuilt.ok());
-  Require(rebuilt->partitions().size() == map.partitions().size());
-  Require(CompareSignatures(map.tensors(), rebuilt->tensors()).ok());
+  if (!rebuilt.ok()) std::fprintf(stderr, "%s\n", rebuilt.status().message().c_str());
+  Require(rebuilt.ok(), "a map built from a valid signature is accepted from the wire");
+  Require(rebuilt->partitions().size() == map.partitions().size(), "the same partitions come back");
+  Require(CompareSignatures(map.tensors(), rebuilt->tensors()).ok(), "the same tensors come back");
   for (size_t i = 0; i < map.partitions().size(); ++i) {
     const PartitionInfo& a = map.partitions()[i];
     const PartitionInfo& b = rebuilt->partitions()[i];
-    Require(a.tensor == b.tensor && a.offset == b.offset && a.length == b.length && a.server == b.server);
+    Require(a.tensor == b.tensor && a.offset == b.offset && a.length == b.length && a.server == b.server,
+            "each partition comes back the same");
   }
 }
 
@@ -82,7 +88,7 @@ void RegisterModel(const wire::RegisterModel& body, const JobOptions& job) {
   if (!CountPartitions(signature, kPartitionBytes).ok()) return;
   (void)CompareSignatures({{"w", {4, 2}, wire::DType::F32}}, signature);
   auto map = ShardMap::Build(signature, kServers, kPartitionBytes);
-  Require(map.ok());  // the checks above are the scheduler's guarantee that it builds
+  Require(map.ok(), "a signature that passed the scheduler's checks can be sharded");
   CheckShardMapRoundTrip(*map);
 }
 
