@@ -56,8 +56,9 @@ Status ValidateSignature(const std::vector<TensorInfo>& tensors, uint64_t max_mo
       if (byte < 0x20 || byte == 0x7f) {
         char hex[8];
         std::snprintf(hex, sizeof(hex), "0x%02x", byte);
-        return Status::InvalidArgument("the name of parameter " + std::to_string(i) + " holds a control character (" +
-                                       hex + " at byte " + std::to_string(at) + ")");
+        return Status::InvalidArgument("the name of parameter " + std::to_string(i) +
+                                       " holds a control character (" + hex + " at byte " +
+                                       std::to_string(at) + ")");
       }
     }
     if (!names.insert(t.name).second) {

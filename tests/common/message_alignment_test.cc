@@ -36,7 +36,8 @@ CATCH_TEST_CASE("A Restore with a misaligned shape vector is refused, naming why
   CATCH_CHECK(misaligned == 1);
 }
 
-CATCH_TEST_CASE("Vectors of 64-bit values that a builder wrote are aligned and accepted", "[common][message]") {
+CATCH_TEST_CASE("Vectors of 64-bit values that a builder wrote are aligned and accepted",
+                "[common][message]") {
   Sender sender(wire::Role::Trainer);
   for (size_t names = 1; names <= 9; ++names) {
     // Names of every length shift the shapes around in the buffer; the builder aligns each one.

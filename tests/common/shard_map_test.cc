@@ -372,7 +372,8 @@ CATCH_TEST_CASE("ValidateSignature names the offending tensor", "[common][shard_
 
 // Found by fuzzing: "w\0a" and "w\0b" are distinct names here, but they went on the wire as C
 // strings, both "w", and every server refused the map with a duplicate name.
-CATCH_TEST_CASE("A parameter name with a NUL or another control character is refused", "[common][shard_map]") {
+CATCH_TEST_CASE("A parameter name with a NUL or another control character is refused",
+                "[common][shard_map]") {
   const Status nul = ValidateSignature({Tensor("a", {2}), Tensor(std::string("w\0b", 3), {3})});
   CATCH_CHECK(nul.code() == Status::Code::kInvalidArgument);
   CATCH_CHECK(Contains(nul.message(), "parameter 1"));

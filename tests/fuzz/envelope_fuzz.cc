@@ -40,14 +40,14 @@ constexpr uint64_t kPartitionBytes = 64 << 10;
 constexpr uint64_t kMaxShardBytes = 1 << 20;
 
 const JobOptions& TheJob() {
-  static const JobOptions job = [] {
+  static const JobOptions kJob = [] {
     JobOptions j;
     j.servers = kServers;
     j.trainers = kTrainers;
     j.epochs = 2;
     return j;
   }();
-  return job;
+  return kJob;
 }
 
 // A property the code under test promises; a broken one is a finding.

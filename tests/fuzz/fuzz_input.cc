@@ -7,7 +7,9 @@
 namespace hetps {
 namespace fuzz {
 
-uint8_t FuzzInput::U8() { return empty() ? 0 : data_[offset_++]; }
+uint8_t FuzzInput::U8() {
+  return empty() ? 0 : data_[offset_++];
+}
 
 uint16_t FuzzInput::U16() {
   const uint16_t low = U8();

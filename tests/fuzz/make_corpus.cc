@@ -105,8 +105,8 @@ void WriteEnvelopes(CorpusWriter& out) {
     flatbuffers::FlatBufferBuilder fbb;
     RefusalTally refusals;
     refusals.counts[static_cast<size_t>(Refusal::Impostor)] = 3;
-    auto stats = wire::CreateServerStats(fbb, 7, 7, 7, 3, 7, fbb.CreateVector(std::vector<uint64_t>{5, 2}), 1, 1,
-                                         refusals.ToWire(fbb));
+    auto stats = wire::CreateServerStats(fbb, 7, 7, 7, 3, 7, fbb.CreateVector(std::vector<uint64_t>{5, 2}), 1,
+                                         1, refusals.ToWire(fbb));
     if (goodbye) {
       write("goodbye", server.Seal(fbb, wire::Body::Goodbye, wire::CreateGoodbye(fbb, stats).Union()));
     } else {
@@ -201,7 +201,8 @@ class ShardMessages {
     std::string frame = Floats({0.1f, -0.2f, 0.3f});
     if (dtype != wire::DType::F32) frame = std::string("\x80\x3f\x00\xbf\x40\x3e", 6);  // three 16-bit values
     if (batch == 0) frame.clear();
-    return EncodeMessage(t.Seal(fbb, wire::Body::Push, body.Union()), std::vector<std::string>(ids.size(), frame));
+    return EncodeMessage(t.Seal(fbb, wire::Body::Push, body.Union()),
+                         std::vector<std::string>(ids.size(), frame));
   }
   std::string Pull(uint32_t rank, uint64_t clock, bool latest, const std::vector<uint32_t>& ids,
                    wire::DType dtype = wire::DType::F32) {
@@ -253,19 +254,21 @@ void WriteShardSequences(CorpusWriter& out) {
   const std::vector<uint32_t> mine = {0, 2};
   ShardMessages m;
   out.Write("shard", "sync_two_trainers",
-            ShardJob(ConsistencyMode::kSync, Kind::kSgd, 0, false) + m.Init(0, mine) + m.Push(0, 0, 32, mine) +
-                m.Push(1, 0, 32, mine) + m.Pull(0, 1, false, mine) + m.Push(0, 1, 32, mine));
+            ShardJob(ConsistencyMode::kSync, Kind::kSgd, 0, false) + m.Init(0, mine) +
+                m.Push(0, 0, 32, mine) + m.Push(1, 0, 32, mine) + m.Pull(0, 1, false, mine) +
+                m.Push(0, 1, 32, mine));
   out.Write("shard", "async_bf16_adam",
             ShardJob(ConsistencyMode::kAsync, Kind::kAdam, 0, true) + m.Init(1, mine) +
                 m.Push(0, 0, 32, mine, wire::DType::BF16) + m.Push(1, 0, 32, {2}, wire::DType::F16) +
                 m.Pull(1, 0, true, mine, wire::DType::BF16));
   out.Write("shard", "ssp_idle_trainer",
-            ShardJob(ConsistencyMode::kSsp, Kind::kAdagrad, 1, false) + m.Init(0, mine) + m.Push(0, 0, 32, mine) +
-                m.Push(1, 0, 0, mine, wire::DType::F32, false) + m.Push(0, 1, 32, mine) + m.Pull(0, 2, false, mine));
+            ShardJob(ConsistencyMode::kSsp, Kind::kAdagrad, 1, false) + m.Init(0, mine) +
+                m.Push(0, 0, 32, mine) + m.Push(1, 0, 0, mine, wire::DType::F32, false) +
+                m.Push(0, 1, 32, mine) + m.Pull(0, 2, false, mine));
   out.Write("shard", "membership_and_checkpoint",
-            ShardJob(ConsistencyMode::kSync, Kind::kAdamW, 0, false) + m.Init(0, mine) + m.Push(0, 0, 32, mine) +
-                m.Membership({0}) + m.CheckpointRequest(1, false) + m.Push(0, 1, 32, mine) +
-                m.CheckpointRequest(0, true));
+            ShardJob(ConsistencyMode::kSync, Kind::kAdamW, 0, false) + m.Init(0, mine) +
+                m.Push(0, 0, 32, mine) + m.Membership({0}) + m.CheckpointRequest(1, false) +
+                m.Push(0, 1, 32, mine) + m.CheckpointRequest(0, true));
   out.Write("shard", "restore_then_train",
             ShardJob(ConsistencyMode::kSync, Kind::kAdam, 0, false) + m.Restore(Kind::kAdam, 3) +
                 m.Push(0, 3, 32, mine) + m.Push(1, 3, 32, mine) + m.Pull(1, 4, false, mine));
@@ -333,7 +336,8 @@ void WriteCheckpointFiles(CorpusWriter& out) {
   m.data.partial = {{1, 1, 900}};
   m.data.samples_trained = 2200;
   for (uint32_t rank = 0; rank < map.num_servers(); ++rank) {
-    m.files.push_back({rank, "server-" + std::to_string(rank) + ".safetensors", 512, 0x1234abcdu + rank, 40, 40});
+    m.files.push_back(
+        {rank, "server-" + std::to_string(rank) + ".safetensors", 512, 0x1234abcdu + rank, 40, 40});
   }
   out.Write("manifest", "sync_two_servers", m.ToJson());
 }

@@ -30,13 +30,13 @@ struct WaitingPull {
 };
 
 const ShardMap& TheMap() {
-  static const ShardMap map = [] {
+  static const ShardMap kMap = [] {
     auto built = ShardMap::Build({{"w", {6}, wire::DType::F32}, {"b", {3}, wire::DType::F32}},
                                  /*num_servers=*/2, /*partition_bytes=*/12);
     if (!built.ok()) std::abort();
     return std::move(*built);
   }();
-  return map;
+  return kMap;
 }
 
 Shard::Options JobOptionsFrom(fuzz::FuzzInput& in) {
@@ -81,7 +81,9 @@ void Handle(Shard& shard, Message& message, std::deque<WaitingPull>& waiting) {
       if (shard.Push(trainer, *push, frames).ok() && push->pull()) {
         waiting.push_back({trainer,
                            {push->partitions()->begin(), push->partitions()->end()},
-                           push->clock() + 1, false, push->dtype()});
+                           push->clock() + 1,
+                           false,
+                           push->dtype()});
       }
       break;
     }
@@ -99,7 +101,8 @@ void Handle(Shard& shard, Message& message, std::deque<WaitingPull>& waiting) {
     case wire::Body::Membership: {
       const auto* membership = message.body<wire::Membership>();
       std::vector<uint32_t> live;
-      if (membership->trainers() != nullptr) live.assign(membership->trainers()->begin(), membership->trainers()->end());
+      if (membership->trainers() != nullptr)
+        live.assign(membership->trainers()->begin(), membership->trainers()->end());
       shard.SetLiveTrainers(live);
       // Pulls from trainers that left will never be collected.
       for (auto it = waiting.begin(); it != waiting.end();) {
