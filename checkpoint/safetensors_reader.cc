@@ -94,7 +94,10 @@ Result<SafetensorsFile> SafetensorsFile::Parse(std::string bytes, const std::str
   file.source_ = source;
   file.data_start_ = 8 + header_bytes;
   const uint64_t data_bytes = bytes.size() - file.data_start_;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named, not a structured binding: C++17 lambdas (bad, below) cannot capture one.
+    const std::string& name = item.key();
+    const Json& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) return fail("__metadata__ is not a JSON object");
       for (const auto& [key, value] : entry.items()) {

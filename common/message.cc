@@ -1,8 +1,58 @@
 #include "common/message.h"
 
+#include <cstdint>
 #include <cstring>
 
 namespace hetps {
+namespace {
+
+// FlatBuffers' verifier (2.0) checks that a vector's length field is 4-byte aligned, not that
+// 8-byte elements are 8-byte aligned, and reading a misaligned one is undefined behaviour. A
+// builder always aligns them (and every frame starts 8-byte aligned), so only a forged buffer
+// has one. Every vector of 64-bit values in schemas/messages.fbs is checked here.
+template <typename T>
+bool Aligned(const flatbuffers::Vector<T>* vector) {
+  return vector == nullptr || reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) == 0;
+}
+
+bool ShapesAligned(const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>* tensors) {
+  if (tensors == nullptr) return true;
+  for (const wire::TensorSpec* tensor : *tensors) {
+    if (!Aligned(tensor->shape())) return false;
+  }
+  return true;
+}
+
+bool StatsAligned(const wire::ServerStats* stats) {
+  return stats == nullptr || Aligned(stats->staleness_counts());
+}
+
+bool WideVectorsAligned(const wire::Envelope& env) {
+  switch (env.body_type()) {
+    case wire::Body::RegisterModel:
+      return ShapesAligned(env.body_as_RegisterModel()->signature());
+    case wire::Body::ShardMap:
+      return ShapesAligned(env.body_as_ShardMap()->tensors());
+    case wire::Body::CheckpointState:
+      return ShapesAligned(env.body_as_CheckpointState()->tensors());
+    case wire::Body::Restore:
+      return ShapesAligned(env.body_as_Restore()->tensors());
+    case wire::Body::Heartbeat:
+      return StatsAligned(env.body_as_Heartbeat()->server_stats());
+    case wire::Body::Goodbye:
+      return StatsAligned(env.body_as_Goodbye()->server_stats());
+    case wire::Body::Push:
+      return Aligned(env.body_as_Push()->versions());
+    case wire::Body::Weights:
+      return Aligned(env.body_as_Weights()->versions());
+    case wire::Body::DataPosition:
+      return Aligned(env.body_as_DataPosition()->held_next());
+    default:
+      return true;
+  }
+}
+
+}  // namespace
 
 Status VerifyEnvelope(const Message& message, size_t max_bytes) {
   const size_t size = message.envelope.size();
@@ -26,6 +76,10 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes) {
   if (env->body_type() > wire::Body::MAX) {
     return Status::Protocol("envelope has an unknown message kind " +
                             std::to_string(static_cast<int>(env->body_type())));
+  }
+  if (!WideVectorsAligned(*env)) {
+    return Status::Protocol(std::string(KindName(env->body_type())) +
+                            " envelope holds a vector of 64-bit values at a misaligned offset");
   }
   return Status::Ok();
 }

@@ -49,7 +49,8 @@ constexpr size_t kDefaultMaxEnvelopeBytes = 16u << 20;
 std::string DescribePeer(const Message& message);
 
 // Checks frame 0 of `message`: not empty, at most `max_bytes`, a FlatBuffers-verified Envelope
-// with a body. Protocol error with the reason otherwise; never reads outside the frame.
+// with a body whose vectors of 64-bit values are aligned (the verifier leaves that to us).
+// Protocol error with the reason otherwise; never reads outside the frame.
 Status VerifyEnvelope(const Message& message, size_t max_bytes = kDefaultMaxEnvelopeBytes);
 
 // Name of a message kind ("Push", "ShardMap", ...), for logs and errors.

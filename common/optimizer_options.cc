@@ -99,4 +99,28 @@ Status ValidateOptimizerOptions(const OptimizerOptions& o) {
   return Status::Ok();
 }
 
+flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const OptimizerOptions& o) {
+  return wire::CreateOptimizerConfig(fbb, static_cast<wire::OptimizerKind>(o.kind), o.lr, o.momentum,
+                                     o.dampening, o.nesterov, o.weight_decay, o.beta1, o.beta2, o.eps,
+                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value);
+}
+
+OptimizerOptions OptimizerFromWire(const wire::OptimizerConfig& config) {
+  OptimizerOptions o;
+  o.kind = static_cast<OptimizerOptions::Kind>(config.kind());
+  o.lr = config.lr();
+  o.momentum = config.momentum();
+  o.dampening = config.dampening();
+  o.nesterov = config.nesterov();
+  o.weight_decay = config.weight_decay();
+  o.beta1 = config.beta1();
+  o.beta2 = config.beta2();
+  o.eps = config.eps();
+  o.amsgrad = config.amsgrad();
+  o.lr_decay = config.lr_decay();
+  o.initial_accumulator_value = config.initial_accumulator_value();
+  return o;
+}
+
 }  // namespace hetps

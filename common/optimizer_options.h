@@ -6,7 +6,10 @@
 
 #include <string>
 
+#include <flatbuffers/flatbuffers.h>
+
 #include "common/status.h"
+#include "messages_generated.h"
 
 namespace hetps {
 
@@ -37,5 +40,11 @@ Result<OptimizerOptions::Kind> ParseOptimizerKind(const std::string& name);
 
 // OK, or InvalidArgument naming the first field out of its range (as "optimizer.<field>").
 Status ValidateOptimizerOptions(const OptimizerOptions& options);
+
+// The options as the shard map carries them to the servers, and back. OptimizerFromWire copies
+// the fields as they came, an unknown kind included: ValidateOptimizerOptions refuses them.
+flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
+                                                           const OptimizerOptions& options);
+OptimizerOptions OptimizerFromWire(const wire::OptimizerConfig& config);
 
 }  // namespace hetps

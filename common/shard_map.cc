@@ -1,6 +1,7 @@
 #include "common/shard_map.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <set>
@@ -46,8 +47,20 @@ Status ValidateSignature(const std::vector<TensorInfo>& tensors, uint64_t max_mo
   }
   std::set<std::string> names;
   uint64_t bytes = 0;
-  for (const TensorInfo& t : tensors) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const TensorInfo& t = tensors[i];
     if (t.name.empty()) return Status::InvalidArgument("a model parameter has an empty name");
+    // Names go into logs, JSON and checkpoint file headers, and a NUL would cut them short there.
+    for (size_t at = 0; at < t.name.size(); ++at) {
+      const auto byte = static_cast<unsigned char>(t.name[at]);
+      if (byte < 0x20 || byte == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof(hex), "0x%02x", byte);
+        return Status::InvalidArgument("the name of parameter " + std::to_string(i) +
+                                       " holds a control character (" + hex + " at byte " +
+                                       std::to_string(at) + ")");
+      }
+    }
     if (!names.insert(t.name).second) {
       return Status::InvalidArgument("parameter name '" + t.name + "' appears twice");
     }
@@ -137,7 +150,9 @@ flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> 
   std::vector<flatbuffers::Offset<wire::TensorSpec>> specs;
   specs.reserve(tensors.size());
   for (const TensorInfo& t : tensors) {
-    specs.push_back(wire::CreateTensorSpecDirect(fbb, t.name.c_str(), &t.shape, t.dtype));
+    // The name with its length, not as a C string: a name is sent as it is, whatever it holds.
+    auto name = fbb.CreateString(t.name);
+    specs.push_back(wire::CreateTensorSpec(fbb, name, fbb.CreateVector(t.shape), t.dtype));
   }
   return fbb.CreateVector(specs);
 }

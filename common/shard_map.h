@@ -43,8 +43,9 @@ struct PartitionInfo {
   uint32_t server = 0;  // owning server's rank
 };
 
-// Validates a model signature: one to kMaxTensors tensors, unique non-empty names, non-negative
-// shape dimensions whose product fits in int64, float32 parameters (servers hold float32).
+// Validates a model signature: one to kMaxTensors tensors, unique non-empty names without control
+// characters, non-negative shape dimensions whose product fits in int64, float32 parameters
+// (servers hold float32).
 // InvalidArgument naming the tensor; ResourceExhausted when the float32 bytes of all tensors
 // together exceed `max_model_bytes` (summed without overflow).
 Status ValidateSignature(const std::vector<TensorInfo>& tensors, uint64_t max_model_bytes = UINT64_MAX);

@@ -9,16 +9,6 @@
 #include "scheduler/scheduler.h"
 
 namespace hetps {
-namespace {
-
-flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
-                                                           const OptimizerOptions& o) {
-  return wire::CreateOptimizerConfig(fbb, static_cast<wire::OptimizerKind>(o.kind), o.lr, o.momentum,
-                                     o.dampening, o.nesterov, o.weight_decay, o.beta1, o.beta2, o.eps,
-                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value);
-}
-
-}  // namespace
 
 void Scheduler::HandleJoin(const Message& message) {
   const std::string id = message.routing_id.to_string();

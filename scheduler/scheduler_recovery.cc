@@ -51,8 +51,11 @@ void Scheduler::ServerLost(Member& member, const std::string& why) {
   AbandonCut(who + " was lost");
   AbandonAdmission(who + " was lost");
   if (!recovery_) {
-    recovery_.emplace();
-    recovery_->started = Clock::now();
+    // Not emplace(): clang decides whether a nested struct with member initialisers is default
+    // constructible before the enclosing class is complete, and says no.
+    Recovery recovery;
+    recovery.started = Clock::now();
+    recovery_ = std::move(recovery);
   }
   recovery_->lost.insert(rank);
   recovery_->failures.push_back(summary_.failures.size() - 1);

@@ -2,7 +2,8 @@
 # Installs every build and run dependency of hetps.
 #   scripts/install-deps.sh [--torch system|pip]
 # Debian 12: the packages below from Debian (compilers, CMake, ZeroMQ, FlatBuffers, Boost, Catch2,
-# yaml-cpp, the Fashion-MNIST data, LibTorch 1.13) and OpenBLAS's OpenMP build as the system BLAS
+# yaml-cpp, the Fashion-MNIST data, LibTorch 1.13; clang with libFuzzer and the sanitizers'
+# runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh) and OpenBLAS's OpenMP build as the system BLAS
 # (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
@@ -69,6 +70,7 @@ fi
 
 packages=(
   build-essential cmake pkg-config ccache
+  clang libclang-rt-14-dev clang-format clang-tidy
   libtorch-dev
   libzmq3-dev cppzmq-dev libsodium-dev
   libflatbuffers-dev flatbuffers-compiler

@@ -370,6 +370,29 @@ CATCH_TEST_CASE("ValidateSignature names the offending tensor", "[common][shard_
   CATCH_CHECK(ValidateSignature({Tensor("", {1})}).code() == Status::Code::kInvalidArgument);
 }
 
+// Found by fuzzing: "w\0a" and "w\0b" are distinct names here, but they went on the wire as C
+// strings, both "w", and every server refused the map with a duplicate name.
+CATCH_TEST_CASE("A parameter name with a NUL or another control character is refused",
+                "[common][shard_map]") {
+  const Status nul = ValidateSignature({Tensor("a", {2}), Tensor(std::string("w\0b", 3), {3})});
+  CATCH_CHECK(nul.code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(Contains(nul.message(), "parameter 1"));
+  CATCH_CHECK(Contains(nul.message(), "0x00 at byte 1"));
+  CATCH_CHECK(ValidateSignature({Tensor("tab\there", {1})}).code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(ValidateSignature({Tensor("caf\xc3\xa9.weight", {1})}).ok());  // UTF-8 is fine
+}
+
+CATCH_TEST_CASE("A name goes on the wire whole, whatever bytes it holds", "[common][shard_map]") {
+  const std::vector<TensorInfo> tensors = {Tensor(std::string("w\0b", 3), {3}), Tensor("b", {2})};
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(wire::CreateRegisterModel(fbb, SignatureToWire(fbb, tensors)));
+  const auto* body = flatbuffers::GetRoot<wire::RegisterModel>(fbb.GetBufferPointer());
+  const std::vector<TensorInfo> back = SignatureFromWire(*body->signature());
+  CATCH_REQUIRE(back.size() == 2);
+  CATCH_CHECK(back[0].name == tensors[0].name);
+  CATCH_CHECK(back[0].shape == tensors[0].shape);
+}
+
 CATCH_TEST_CASE("CompareSignatures names the first differing tensor", "[common][shard_map]") {
   const std::vector<TensorInfo> expected = {Tensor("fc1.weight", {4, 3}), Tensor("fc1.bias", {4}),
                                             Tensor("fc2.weight", {2, 4})};
