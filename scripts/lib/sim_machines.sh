@@ -28,6 +28,8 @@ sim_unavailable() {
     [[ -w $cgroup_root/$controller/cgroup.procs ]] ||
       { echo "the cgroup v1 '$controller' controller is not mounted at $cgroup_root/$controller"; return; }
   done
+  /usr/bin/python3 -c 'import yaml' 2>/dev/null ||
+    { echo "/usr/bin/python3 cannot import yaml (install python3-yaml) to read the spec"; return; }
   local probe="hetps-sim-probe-$$"
   if ! ip netns add "$probe" 2>/dev/null; then
     echo "network namespaces are not available (ip netns add failed)"

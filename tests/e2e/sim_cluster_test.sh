@@ -75,7 +75,7 @@ nothing_left "budgets above the cores"
 
 # The job: every sample of an epoch in async mode, where each trainer runs at its own pace.
 run_tool home --spec "$root/benchmarks/clusters/home.yaml" --mode async --epochs 1 --lr 0.02 \
-  --momentum 0.9 --summary "$work/home.json" --no-checkpoints
+  --momentum 0.9 --eval-interval-samples 20000 --summary "$work/home.json" --no-checkpoints
 wait_tool
 [[ $code == 0 ]] || fail "the job on home.yaml: exit $code"
 /usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/home.json" async 1 2 0.80 60000 ||
@@ -97,6 +97,10 @@ print(f"ok: the mac computes at {speed:.2f} of the desktop's speed and trained {
       f"samples; throttled for {machines['mac']['throttled_seconds']} s; "
       f"accuracy {s['final_test_accuracy']:.4f}")
 PY
+report=$(/usr/bin/python3 "$root/benchmarks/time_to_accuracy.py" --target 0.8 "home=$work/home.json") ||
+  fail "time_to_accuracy.py: $report"
+grep -qE '^\| home \| 1 \| [0-9.]+ \(' <<<"$report" || fail "time_to_accuracy.py did not report the run: $report"
+echo "$report"
 nothing_left "a finished job"
 
 # A job that fails: the trainers find no data; the tool names them and exits 1.
