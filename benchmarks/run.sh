@@ -11,6 +11,9 @@
 #   overhead  the FashionCNN through one trainer and one server in sync mode against the plain
 #             single-process LibTorch loop, three alternating pairs (ratio: the median of the
 #             pairs' hetps samples/s over the loop's)
+#   rtt       one small push-pull at a time (1 trainer, 1 server, sync; models of 1 KiB, 64 KiB
+#             and the MLP's 2.25 MiB), each round trip timed, against a bare ZeroMQ echo of the
+#             same messages, three alternating blocks (median_us: the 1 KiB model's median)
 #   torch     the two LibTorch builds side by side: the FashionCNN and the MLP training loop
 #             (hetps-bench-local-loop, batch 64) on 1 and 2 threads under the system build
 #             (--build-dir, default build) and the pip build (--pip-build-dir, default build-pip),
@@ -25,8 +28,8 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case $1 in
   -h|--help) usage; exit 0 ;;
-  pushpull|apply|overhead|torch) name=$1; shift ;;
-  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, torch" >&2; exit 2 ;;
+  pushpull|apply|overhead|rtt|torch) name=$1; shift ;;
+  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, rtt, torch" >&2; exit 2 ;;
 esac
 build_dir="$root/build"
 pip_build_dir="$root/build-pip"
@@ -61,6 +64,14 @@ case $name in
       "$bin/hetps-bench-pushpull" --mib 1,4 --servers 1,2 --seconds 0.3 --device "$device" --json "$json"
     else
       "$bin/hetps-bench-pushpull" --mib 4,64,256 --servers 1,2 --seconds 3 --device "$device" --json "$json"
+    fi
+    ;;
+  rtt)
+    need hetps-bench-rtt
+    if ((quick)); then
+      "$bin/hetps-bench-rtt" --bytes 1024,65536 --rounds 200 --pairs 1 --json "$json"
+    else
+      "$bin/hetps-bench-rtt" --bytes 1024,65536,2359296 --rounds 2000 --pairs 3 --json "$json"
     fi
     ;;
   apply)

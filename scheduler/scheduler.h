@@ -5,8 +5,8 @@
 //
 // Run() is the loop; it owns the ROUTER socket and all state, so everything happens on the thread
 // that calls it. endpoint() may be read after Start() from any thread. The class is defined in
-// several files: scheduler.cc (membership, the job, data chunks, balancing, shutdown),
-// scheduler_evaluations.cc, scheduler_report.cc (run summary, progress),
+// several files: scheduler.cc (the loop, messages, data chunks, balancing, liveness, shutdown),
+// scheduler_join.cc (members joining, the shard map, the start), scheduler_evaluations.cc, scheduler_report.cc (run summary, progress),
 // scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
 // scheduler_recovery.cc (replacing a lost server) and scheduler_identity.cc (CURVE, identities).
 #pragma once
@@ -152,6 +152,9 @@ class Scheduler {
   // Identities (scheduler_identity.cc). SetUpCurve: with job.security.curve, reads the keys,
   // starts the authentication handler and makes `socket` a CURVE server.
   Status SetUpCurve(SocketOptions* socket);
+  // Connects the scheduler's link to `server`'s data socket unless connected, with CURVE
+  // checking the public key the server joined with.
+  Status LinkServer(const Member& server);
   // The public key (Z85) of the key named `name`; empty without CURVE.
   std::string PublicKeyOf(const std::string& name) const;
   // ImpostorReason: why `message` may not come from

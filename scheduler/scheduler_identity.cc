@@ -2,7 +2,7 @@
 // keys; a member is bound at Join to its control connection (its routing id) and, with CURVE, to
 // the name of the key it joined with; a trainer also gets a data token, which the servers learn
 // from the shard map and the membership messages sent to them, as trainers learn each server's
-// public key. Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
+// public key, and the scheduler's own links to the servers check theirs. Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include "scheduler/scheduler.h"
 
 #include "common/logging.h"
@@ -23,8 +23,15 @@ Status Scheduler::SetUpCurve(SocketOptions* socket) {
   zap_ = std::move(*zap);
   socket->curve_server = true;
   socket->curve.secret_key = own->secret_key;
+  links_.UseCurve({own->public_key, own->secret_key, ""});
   HETPS_LOG(INFO) << "CURVE on: admitting " << member_keys_.size() << " keys from " << security.keys_dir;
   return Status::Ok();
+}
+
+Status Scheduler::LinkServer(const Member& server) {
+  if (links_.Connected(server.rank)) return Status::Ok();
+  Status linked = links_.Connect(server.rank, server.endpoint, PublicKeyOf(server.key_name));
+  return linked.ok() ? linked : linked.WithContext(server.Describe());
 }
 
 std::string Scheduler::PublicKeyOf(const std::string& name) const {

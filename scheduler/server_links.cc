@@ -1,15 +1,22 @@
 #include "scheduler/server_links.h"
 
 #include "common/logging.h"
-#include "common/transport.h"
 
 namespace hetps {
 
-Status ServerLinks::Connect(uint32_t rank, const std::string& endpoint) {
+Status ServerLinks::Connect(uint32_t rank, const std::string& endpoint, const std::string& server_key) {
   SocketOptions options;
   options.linger_ms = 0;
   options.router_mandatory = false;
   options.routing_id = token_;
+  if (own_.on()) {
+    if (server_key.empty()) {
+      return Status::FailedPrecondition("server " + std::to_string(rank) +
+                                        " has no CURVE public key among the job's keys");
+    }
+    options.curve = own_;
+    options.curve.server_key = server_key;
+  }
   auto socket = std::make_unique<zmq::socket_t>(MakeSocket(context_, zmq::socket_type::dealer, options));
   HETPS_RETURN_IF_ERROR(hetps::Connect(*socket, endpoint));
   links_[rank] = std::move(socket);

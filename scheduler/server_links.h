@@ -2,6 +2,9 @@
 // server rank, over which it asks for checkpoints and restores state. Those messages carry the
 // model's tensors in frames of their own, so they stay off the control channel.
 //
+// With CURVE the links are CURVE clients with the scheduler's key pair, each checking its server's
+// public key (the servers admit the scheduler's key like any member's).
+//
 // Owned by the scheduler's loop thread, which polls sockets() and calls every method.
 #pragma once
 
@@ -16,6 +19,7 @@
 
 #include "common/message.h"
 #include "common/status.h"
+#include "common/transport.h"
 
 namespace hetps {
 
@@ -25,9 +29,13 @@ class ServerLinks {
   ServerLinks(zmq::context_t& context, std::string token) : context_(context), token_(std::move(token)) {}
   const std::string& token() const { return token_; }
 
+  // CURVE on every later connection, with the scheduler's key pair `own` (its server_key unused).
+  void UseCurve(CurveKeys own) { own_ = std::move(own); }
+
   // Connects to server `rank` at `endpoint`, replacing an earlier connection to that rank
-  // (whose unsent messages are dropped). InvalidArgument for a malformed endpoint.
-  Status Connect(uint32_t rank, const std::string& endpoint);
+  // (whose unsent messages are dropped). With CURVE, `server_key` is the server's public key.
+  // InvalidArgument for a malformed endpoint; FailedPrecondition with CURVE and no server key.
+  Status Connect(uint32_t rank, const std::string& endpoint, const std::string& server_key);
   void Disconnect(uint32_t rank);
   bool Connected(uint32_t rank) const { return links_.count(rank) > 0; }
 
@@ -42,6 +50,7 @@ class ServerLinks {
  private:
   zmq::context_t& context_;
   const std::string token_;
+  CurveKeys own_;
   std::map<uint32_t, std::unique_ptr<zmq::socket_t>> links_;
 };
 

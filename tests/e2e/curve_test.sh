@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # CURVE end to end, over the real binaries on 127.0.0.1:
-# - a job with CURVE (keys from hetps-keygen) trains the mlp to the usual accuracy, while a
+# - a job with CURVE (keys from hetps-keygen) trains the mlp to the usual accuracy, takes
+#   checkpoints and writes the model (over the scheduler's links to the servers), while a
 #   trainer with an unlisted key and a trainer without CURVE are refused, told why, and exit;
 #   the scheduler counts both as unauthenticated;
 # - nothing readable on the wire: members reach the scheduler through a relay that records every
@@ -34,6 +35,9 @@ run_job() {
   : > "$work/job.yaml"
   job "model: mlp" "mode: sync" "servers: 1" "trainers: 2" "max_train_samples: 12000" \
     "optimizer: {name: sgd, lr: 0.05, momentum: 0.9}"
+  # Checkpoints and the exported model travel over the scheduler's own links to the servers' data
+  # sockets, which CURVE covers as well.
+  job "checkpoint: {dir: $work/$name-checkpoints, interval_steps: 40}" "model_out: $work/$name.safetensors"
   ((curve)) && job "security: {curve: true, keys_dir: $keys, allowed: [scheduler, server-0, trainer-0, trainer-1]}"
   rm -f "$work/endpoint"
   start_scheduler
@@ -61,6 +65,9 @@ run_job() {
     echo "the $name job failed"; show_logs; exit 1
   fi
   check_summary sync 1 2 0.78 12000
+  ls "$work/$name-checkpoints"/checkpoint-*/manifest.json > /dev/null ||
+    { echo "the $name job committed no checkpoint"; show_logs; exit 1; }
+  [[ -s $work/$name.safetensors ]] || { echo "the $name job wrote no model"; show_logs; exit 1; }
 }
 
 run_job plain 0

@@ -1,0 +1,113 @@
+// Trainer::Session: one run of a trainer, from joining the scheduler to the end of the job. Its
+// members are defined in one file per concept:
+//   trainer/trainer.cc           the run and its step loop: epochs, steps, messages from the scheduler
+//   trainer/session_setup.cc     joining, the data, the model on its device, the servers
+//   trainer/session_recovery.cc  the end of the job, and the pause and resume around a lost server
+// The step itself, evaluations, progress and data-position reports are the parts it holds
+// (StepRunner, Evaluator, ProgressReporter, DataPositionReporter). Private to the trainer's own
+// sources; lives inside Trainer::Run().
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "common/control_channel.h"
+#include "common/message.h"
+#include "common/shard_map.h"
+#include "common/status.h"
+#include "trainer/chunk_sampler.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/data_position_reporter.h"
+#include "trainer/device/copy_stream.h"
+#include "trainer/device/gradient_staging.h"
+#include "trainer/device/model_buffers.h"
+#include "trainer/evaluator.h"
+#include "trainer/job_info.h"
+#include "trainer/models/models.h"
+#include "trainer/progress_reporter.h"
+#include "trainer/ps_client.h"
+#include "trainer/step_runner.h"
+#include "trainer/trainer.h"
+
+namespace hetps {
+
+class Trainer::Session {
+ public:
+  Session(zmq::context_t& context, const TrainerOptions& options) : context_(context), options_(options) {}
+
+  Status Run();
+
+ private:
+  // Joins the scheduler, loads the data, builds the model, receives the shard map, connects to
+  // the servers and pulls the initial weights.
+  Status Setup();
+  Status JoinScheduler();
+  Status LoadData();
+  Status BuildModelOnDevice();
+  Status ConnectToServers();
+  Status TrainEpochs();
+  // One step on `indices` (none: take part in the sync round without data).
+  Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
+  // Handles what the scheduler sent (evaluation requests, rebalances); Aborted once it said
+  // Shutdown.
+  Status HandleControl();
+  // balance: speed: takes a batch size from the scheduler at the step it names.
+  void NoteRebalance(const wire::Rebalance& rebalance);
+  // Adopts a batch size announced for the step about to run.
+  void ApplyPendingBatch();
+  TrainerPosition Position() const;
+  // Waits for the end of the job; OK when a recovery sent training back (sync rollback).
+  Status WaitForShutdown();
+  // The scheduler paused the job (a server was lost): forgets the step under way, waits for
+  // Resume, reconnects, offers the initial weights again when told, pulls, and goes on from the
+  // step and epoch the scheduler names (sync) or where it was.
+  Status Recover();
+  Status ApplyResume(const wire::Resume& resume);
+  // `status` of a step, request or evaluation: after a Pause, the outcome of Recover().
+  Status RecoverIfPaused(Status status);
+  // The status to return once the scheduler has said Shutdown.
+  Status ShutdownStatus() const;
+
+  zmq::context_t& context_;
+  const TrainerOptions& options_;
+  Sender sender_{wire::Role::Trainer};
+  std::unique_ptr<ControlChannel> control_;
+  torch::Device device_{torch::kCPU};
+  std::unique_ptr<CopyStream> copy_stream_;   // null on the CPU
+  std::unique_ptr<GradientStaging> staging_;  // with copy_stream_
+  JobInfo job_;
+  Dataset train_;
+  Dataset test_;
+  std::shared_ptr<Model> model_;
+  std::unique_ptr<ModelBuffers> buffers_;
+  std::unique_ptr<ShardMap> map_;
+  std::unique_ptr<PsClient> client_;
+  std::unique_ptr<ChunkSampler> sampler_;
+  std::unique_ptr<StepRunner> step_;
+  std::unique_ptr<Evaluator> evaluator_;
+  std::unique_ptr<ProgressReporter> progress_;
+  std::unique_ptr<DataPositionReporter> position_;
+
+  uint32_t epoch_ = 0;
+  uint64_t clock_ = 0;
+  uint64_t samples_ = 0;
+  uint64_t weight_version_ = 0;
+  bool idle_ = false;  // ssp: the servers were told this trainer has no data
+  struct PendingBatch {
+    uint64_t from_clock = 0;
+    uint32_t batch_size = 0;
+  };
+  std::optional<PendingBatch> pending_batch_;
+};
+
+// The servers' endpoints and CURVE keys (empty without CURVE) by rank, from a shard map or a
+// Resume; `count` servers.
+Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers, size_t count,
+                   std::vector<std::string>* endpoints, std::vector<std::string>* keys);
+
+}  // namespace hetps

@@ -1,0 +1,171 @@
+// Trainer::Session's setting up (trainer/session.h): joining the scheduler, loading the data,
+// building the model on its device, connecting to the servers from the shard map, and the first
+// pull of the weights.
+#include <torch/torch.h>
+
+#include "common/dtype.h"
+#include "common/logging.h"
+#include "common/transport.h"
+#include "trainer/device/blas_check.h"
+#include "trainer/device/device.h"
+#include "trainer/device/torch_build.h"
+#include "trainer/session.h"
+
+namespace hetps {
+
+// The servers' endpoints and CURVE keys (empty without CURVE) by rank, from a shard map or a
+// Resume; `count` servers.
+Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers, size_t count,
+                   std::vector<std::string>* endpoints, std::vector<std::string>* keys) {
+  endpoints->assign(count, std::string());
+  keys->assign(count, std::string());
+  if (servers == nullptr) return Status::Protocol("the scheduler named no servers");
+  for (const wire::ServerEndpoint* server : *servers) {
+    if (server->rank() >= count || server->endpoint() == nullptr) {
+      return Status::Protocol("the scheduler named server " + std::to_string(server->rank()) + " of " +
+                              std::to_string(count) + " without an endpoint or beyond the count");
+    }
+    (*endpoints)[server->rank()] = server->endpoint()->str();
+    if (server->curve_key()) (*keys)[server->rank()] = server->curve_key()->str();
+  }
+  return Status::Ok();
+}
+
+Status Trainer::Session::Setup() {
+  std::string why;
+  auto device = SelectDevice(options_.device, &why);
+  if (!device.ok()) return device.status();
+  device_ = *device;
+  HETPS_LOG(INFO) << "computing on " << DeviceDescription(device_) << " (" << why << "); "
+                  << TorchBuildDescription();
+  if (auto warning = ReferenceBlasWarning()) HETPS_LOG(WARNING) << *warning;
+  HETPS_RETURN_IF_ERROR(JoinScheduler());
+  HETPS_RETURN_IF_ERROR(LoadData());
+  HETPS_RETURN_IF_ERROR(BuildModelOnDevice());
+  HETPS_RETURN_IF_ERROR(ConnectToServers());
+
+  StepRunner::Options step_options;
+  step_options.overlap = options_.overlap;
+  step_options.slowdown = options_.slowdown;
+  step_options.model_name = job_.model;
+  if (copy_stream_) {
+    auto staging =
+        GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
+    if (!staging.ok()) return staging.status();
+    staging_ = std::move(*staging);
+    step_options.staging = staging_.get();
+  }
+  step_ = std::make_unique<StepRunner>(*model_, *buffers_, *client_, train_, device_, step_options);
+  Evaluator::Options eval_options;
+  eval_options.batch_size = job_.eval_batch_size;
+  eval_options.model_name = job_.model;
+  evaluator_ = std::make_unique<Evaluator>(*model_, *buffers_, *client_, *control_, sender_, test_, device_,
+                                           eval_options);
+  sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
+                                            job_.request_timeout);
+  position_ =
+      std::make_unique<DataPositionReporter>(control_.get(), &sender_, job_.mode == ConsistencyMode::kSync);
+
+  // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
+  HETPS_ASSIGN_OR_RETURN(HostTensors initial, buffers_->HostWeights());
+  HETPS_RETURN_IF_ERROR(client_->InitWeights(initial.data, initial.owner));
+  auto pulled = client_->Pull(clock_, /*latest=*/false, buffers_->weight_targets());
+  if (!pulled.ok()) return pulled.status();
+  HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
+  weight_version_ = pulled->weight_version;
+  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts, pushing "
+                  << (step_->overlapping() ? "each gradient as backward produces it"
+                                           : "the gradients after backward")
+                  << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
+  return Status::Ok();
+}
+
+Status Trainer::Session::JoinScheduler() {
+  ControlChannel::Options control_options;
+  control_options.scheduler = options_.scheduler;
+  control_options.connect_timeout = options_.connect_timeout;
+  control_options.curve = options_.curve;
+  control_ = std::make_unique<ControlChannel>(context_, control_options, &sender_);
+  ControlChannel::JoinInfo info;
+  info.role = wire::Role::Trainer;
+  info.device = DeviceDescription(device_);
+  auto accepted = control_->Join(info);
+  if (!accepted.ok()) return accepted.status();
+  SetThreadLogTag("trainer " + std::to_string(sender_.rank()));
+  auto job = ReadJob(*accepted);
+  if (!job.ok()) return job.status();
+  job_ = *job;
+  HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device << "; model "
+                  << job_.model << ", " << ModeName(job_.mode) << ", batch " << job_.batch_size;
+  return Status::Ok();
+}
+
+Status Trainer::Session::LoadData() {
+  auto train = LoadFashionMnist(options_.data_dir, DatasetSplit::kTrain);
+  if (!train.ok()) return train.status();
+  train_ = std::move(*train);
+  auto test = LoadFashionMnist(options_.data_dir, DatasetSplit::kTest);
+  if (!test.ok()) return test.status();
+  test_ = std::move(*test);
+  if (static_cast<uint64_t>(train_.size()) < job_.train_samples) {
+    return Status::FailedPrecondition("the job trains on " + std::to_string(job_.train_samples) +
+                                      " samples but " + options_.data_dir + " holds " +
+                                      std::to_string(train_.size()));
+  }
+  return Status::Ok();
+}
+
+Status Trainer::Session::BuildModelOnDevice() {
+  auto model = BuildModel(job_.model, job_.seed);
+  if (!model.ok()) return model.status();
+  model_ = *model;
+  try {
+    copy_stream_ = options_.copy_stream ? options_.copy_stream() : MakeCopyStream(device_);
+    model_->to(device_);
+  } catch (const c10::Error& e) {
+    return Status::Internal("moving model " + job_.model + " to " + DeviceDescription(device_) + ": " +
+                            e.what_without_backtrace());
+  }
+  auto buffers = ModelBuffers::Create(*model_, device_, copy_stream_.get());
+  if (!buffers.ok()) return buffers.status();
+  buffers_ = std::move(*buffers);
+  return Status::Ok();
+}
+
+Status Trainer::Session::ConnectToServers() {
+  // The shard map arrives once every member has joined, however long that takes.
+  flatbuffers::FlatBufferBuilder fbb(4096);
+  auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, buffers_->signature()));
+  auto map_message = control_->Request(sender_.Seal(fbb, wire::Body::RegisterModel, body.Union()),
+                                       wire::Body::ShardMap, std::chrono::hours(24 * 365));
+  if (!map_message.ok()) return map_message.status();
+  const auto* wire_map = map_message->body<wire::ShardMap>();
+  auto map = ShardMap::FromWire(*wire_map);
+  if (!map.ok()) return map.status().WithContext("shard map from the scheduler");
+  map_ = std::make_unique<ShardMap>(std::move(*map));
+  // A job resumed from a checkpoint starts where it was cut.
+  clock_ = wire_map->resume_clock();
+  epoch_ = wire_map->resume_epoch();
+  HETPS_RETURN_IF_ERROR(CompareSignatures(buffers_->signature(), map_->tensors())
+                            .WithContext("the shard map does not describe this trainer's model"));
+  std::vector<std::string> endpoints;
+  PsClient::Options client_options;
+  HETPS_RETURN_IF_ERROR(ReadServers(wire_map->servers(), map_->num_servers(), &endpoints,
+                                    &client_options.server_keys)
+                            .WithContext("shard map"));
+  client_options.curve = options_.curve;
+  client_options.request_timeout = job_.request_timeout;
+  client_options.routing_id = job_.data_token;
+  client_options.wire_dtype = wire_map->wire_dtype();
+  if (wire_map->max_message_bytes() > 0) {
+    client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
+  }
+  if (!IsWireFloat(client_options.wire_dtype)) {
+    return Status::Protocol(std::string("the shard map asks for weights as ") +
+                            DTypeName(client_options.wire_dtype) + ", which cannot travel");
+  }
+  client_ = std::make_unique<PsClient>(context_, *map_, endpoints, &sender_, control_.get(), client_options);
+  return client_->Connect();
+}
+
+}  // namespace hetps
