@@ -42,49 +42,17 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir="$root/build"
-run_dir=""
-build=1
-devices=(cpu)
-data_dir=/usr/share/datasets/fashion-mnist
-threads=1
-server_threads=1
-slowdown=()
-trainer_flags=()
-progress=auto
-secure=0
-scheduler_flags=()
-checkpoint_dir=""
-checkpoints=1
-model_out=""
-resume=""
-max_restarts=""
-
 tool=launch_local.sh
 source "$root/scripts/lib/launch.sh"
+devices=(cpu)
+threads=1
+slowdown=()
 
 while (($#)); do
-  if is_job_flag "$1"; then
-    need_value "$@"; scheduler_flags+=("$1" "$2"); shift 2; continue
-  fi
+  take_launch_flag "$@" && { shift "$taken"; continue; }
   case $1 in
-    --checkpoint-dir) need_value "$@"; checkpoint_dir=$2; shift 2 ;;
-    --no-checkpoints) checkpoints=0; shift ;;
-    --model-out) need_value "$@"; model_out=$2; shift 2 ;;
-    --resume) need_value "$@"; resume=$2; shift 2 ;;
-    --max-restarts) need_value "$@"; max_restarts=$2; shift 2 ;;
     --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
-    --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
-    --threads) need_value "$@"; threads=$2; shift 2 ;;
-    --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
-    --no-overlap) trainer_flags+=(--no-overlap); shift ;;
-    --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
-    --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
-    --progress) need_value "$@"; progress=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    --secure) secure=1; shift ;;
-    -h|--help) usage; exit 0 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -34,57 +34,24 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-build_dir="$root/build"
-run_dir=""
-build=1
-data_dir=/usr/share/datasets/fashion-mnist
+tool=sim_cluster.sh
+source "$root/scripts/lib/launch.sh"
+source "$root/scripts/lib/sim_machines.sh"
 threads=""
-server_threads=1
-trainer_flags=()
-progress=auto
-secure=0
-scheduler_flags=()
-checkpoint_dir=""
-checkpoints=1
-model_out=""
-resume=""
-max_restarts=""
 spec=""
 only=""
 clean=0
 
-tool=sim_cluster.sh
-source "$root/scripts/lib/launch.sh"
-source "$root/scripts/lib/sim_machines.sh"
-
 while (($#)); do
-  if is_job_flag "$1"; then
-    need_value "$@"
-    [[ $1 == --servers || $1 == --trainers ]] &&
-      { echo "$tool: $1: the spec's roles decide how many servers and trainers run" >&2; exit 2; }
-    scheduler_flags+=("$1" "$2"); shift 2; continue
-  fi
+  [[ $1 == --servers || $1 == --trainers ]] &&
+    { echo "$tool: $1: the spec's roles decide how many servers and trainers run" >&2; exit 2; }
+  take_launch_flag "$@" && { shift "$taken"; continue; }
   case $1 in
     --spec) need_value "$@"; spec=$2; shift 2 ;;
     --only) need_value "$@"; only=$2; shift 2 ;;
     --clean) clean=1; shift ;;
-    --checkpoint-dir) need_value "$@"; checkpoint_dir=$2; shift 2 ;;
-    --no-checkpoints) checkpoints=0; shift ;;
-    --model-out) need_value "$@"; model_out=$2; shift 2 ;;
-    --resume) need_value "$@"; resume=$2; shift 2 ;;
-    --max-restarts) need_value "$@"; max_restarts=$2; shift 2 ;;
-    --data-dir) need_value "$@"; data_dir=$2; shift 2 ;;
-    --threads) need_value "$@"; threads=$2; shift 2 ;;
-    --server-threads) need_value "$@"; server_threads=$2; shift 2 ;;
-    --no-overlap) trainer_flags+=(--no-overlap); shift ;;
-    --run-dir) need_value "$@"; run_dir=$2; shift 2 ;;
-    --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
-    --progress) need_value "$@"; progress=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    --secure) secure=1; shift ;;
     --device|--slowdown)
       echo "$tool: $1: simulated machines are CPUs, slow by their budget (the spec's cpus)" >&2; exit 2 ;;
-    -h|--help) usage; exit 0 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "$tool: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -2,7 +2,24 @@
 # scripts/launch_local.sh (every process on 127.0.0.1) and scripts/sim_cluster.sh (one network
 # namespace per simulated machine): the job's flags, resolving the job file, and watching the
 # members until the job ends. Sourced, not run; the caller sets `tool` (its name, for messages)
-# and `bin`, and keeps the state below in globals (pids, names, run_dir, scheduler_pid, ...).
+# and `root` before sourcing it and `bin` after, and keeps the state below in globals (pids,
+# names, run_dir, scheduler_pid, ...).
+
+# Defaults of the options both launchers take (see take_launch_flag).
+build_dir="$root/build"
+run_dir=""
+build=1
+data_dir=/usr/share/datasets/fashion-mnist
+server_threads=1
+trainer_flags=()
+progress=auto
+secure=0
+scheduler_flags=()
+checkpoint_dir=""
+checkpoints=1
+model_out=""
+resume=""
+max_restarts=""
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "$tool: $1 needs a value" >&2; exit 2; }; }
@@ -16,6 +33,35 @@ is_job_flag() {
       return 0 ;;
   esac
   return 1
+}
+
+# Takes one option both launchers share (a job flag, or one for the processes, checkpoints,
+# logs and build) from the front of "$@": returns 0 and sets `taken` to the words it used, or
+# returns 1 for an option that is not shared. Exits 2 on a missing value.
+take_launch_flag() {
+  taken=2
+  if is_job_flag "$1"; then
+    need_value "$@"; scheduler_flags+=("$1" "$2"); return 0
+  fi
+  case $1 in
+    --checkpoint-dir) need_value "$@"; checkpoint_dir=$2 ;;
+    --no-checkpoints) checkpoints=0; taken=1 ;;
+    --model-out) need_value "$@"; model_out=$2 ;;
+    --resume) need_value "$@"; resume=$2 ;;
+    --max-restarts) need_value "$@"; max_restarts=$2 ;;
+    --data-dir) need_value "$@"; data_dir=$2 ;;
+    --threads) need_value "$@"; threads=$2 ;;
+    --server-threads) need_value "$@"; server_threads=$2 ;;
+    --no-overlap) trainer_flags+=(--no-overlap); taken=1 ;;
+    --run-dir) need_value "$@"; run_dir=$2 ;;
+    --build-dir) need_value "$@"; build_dir=$2 ;;
+    --progress) need_value "$@"; progress=$2 ;;
+    --no-build) build=0; taken=1 ;;
+    --secure) secure=1; taken=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) return 1 ;;
+  esac
+  return 0
 }
 
 require_binaries() {
