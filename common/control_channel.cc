@@ -17,6 +17,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The scheduler's Error answering `what`: Aborted when the job has finished its work (the process
+// did nothing wrong and exits as when the job ends), FailedPrecondition otherwise.
+Status Refusal(const Message& error, const std::string& what) {
+  const wire::Error* body = error.body<wire::Error>();
+  const std::string message = "the scheduler refused " + what + ": " + body->reason()->str();
+  if (body->code() == wire::ErrorCode::Finished) return Status::Aborted(message);
+  return Status::FailedPrecondition(message);
+}
+
 // The loop thread wakes at least this often, whatever the heartbeat interval.
 constexpr auto kLoopTick = std::chrono::milliseconds(100);
 
@@ -104,10 +113,7 @@ Result<Message> ControlChannel::Join(const JoinInfo& info) {
       auto answer = TakeMatching([](const Message& m) {
         return m.kind() == wire::Body::JoinAccepted || m.kind() == wire::Body::Error;
       });
-      if (answer && answer->kind() == wire::Body::Error) {
-        return Status::FailedPrecondition("the scheduler refused to admit this process: " +
-                                          answer->body<wire::Error>()->reason()->str());
-      }
+      if (answer && answer->kind() == wire::Body::Error) return Refusal(*answer, "to admit this process");
       if (answer) {
         const auto* body = answer->body<wire::JoinAccepted>();
         sender_->set_rank(body->rank());
@@ -166,10 +172,7 @@ Result<Message> ControlChannel::Request(zmq::message_t request, wire::Body reply
       return m.kind() == reply || (m.kind() == wire::Body::Error && m.body<wire::Error>()->seq() == seq);
     });
     if (found && found->kind() == reply) return std::move(*found);
-    if (found) {
-      return Status::FailedPrecondition("the scheduler refused " + std::string(KindName(reply)) +
-                                        " request: " + found->body<wire::Error>()->reason()->str());
-    }
+    if (found) return Refusal(*found, std::string(KindName(reply)) + " request");
     if (shutdown_) return Status::Unavailable("the job was shut down: " + shutdown_->reason);
     if (paused_ != 0) return Status::Unavailable("the scheduler paused the job (a server was lost)");
     if (!failure_.ok()) return failure_;

@@ -106,11 +106,12 @@ Status Scheduler::Run() {
       }
     }
     for (auto& [rank, reply] : links_.ReceiveAll()) HandleServerReply(rank, std::move(reply));
+    // A closed connection is a member whose process ended (a process that hangs or is slow keeps
+    // its connection): a trainer's place is free at once for a restarted one.
     for (const std::string& id : monitor_->TakeDropped()) {
       Member* member = members_.Find(id);
-      if (member != nullptr && member->alive && member->role == wire::Role::Server &&
-          phase_ != Phase::kShuttingDown) {
-        ServerLost(*member, "its connection closed");
+      if (member != nullptr && member->alive && phase_ != Phase::kShuttingDown) {
+        DeclareDead(*member, "its connection closed");
       }
     }
     Tick();

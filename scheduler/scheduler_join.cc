@@ -31,7 +31,7 @@ void Scheduler::HandleJoin(const Message& message) {
     }
     if (!is_server) {
       if (const std::string ending = NoRoomForTrainers(); !ending.empty()) {
-        return Refuse(message, wire::ErrorCode::Refused, Refusal::Unexpected, ending);
+        return Refuse(message, wire::ErrorCode::Finished, Refusal::Unexpected, ending);
       }
     }
     member = members_.Admit(id, join->role());

@@ -56,7 +56,7 @@ void Scheduler::MaybeAdmitTrainer() {
   if (joiner == nullptr) return;
   if (const std::string ending = NoRoomForTrainers(); !ending.empty()) {
     // Answers its registration, which waits for the shard map: it leaves with this reason.
-    SendTo(joiner->routing_id, sender_.MakeError(wire::ErrorCode::Refused, ending, joiner->register_seq));
+    SendTo(joiner->routing_id, sender_.MakeError(wire::ErrorCode::Finished, ending, joiner->register_seq));
     HETPS_LOG(INFO) << joiner->Describe() << " came too late: " << ending;
     members_.Remove(joiner->routing_id);
     return;

@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh [--torch system|pip]
 # Debian 12: the packages below from Debian (compilers, CMake, ZeroMQ, FlatBuffers, Boost, Catch2,
 # yaml-cpp, the Fashion-MNIST data, LibTorch 1.13; clang with libFuzzer and the sanitizers'
-# runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh) and OpenBLAS's OpenMP build as the system BLAS
+# runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh; iproute2 and
+# python3-yaml for scripts/sim_cluster.sh) and OpenBLAS's OpenMP build as the system BLAS
 # (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
@@ -88,6 +89,8 @@ packages=(
   python3-pip
   python3-torch
   python3-numpy
+  python3-yaml
+  iproute2
 )
 
 sudo_cmd=()

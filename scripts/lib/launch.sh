@@ -1,0 +1,245 @@
+# The parts of a launcher that do not depend on where its processes run, shared by
+# scripts/launch_local.sh (every process on 127.0.0.1) and scripts/sim_cluster.sh (one network
+# namespace per simulated machine): the job's flags, resolving the job file, and watching the
+# members until the job ends. Sourced, not run; the caller sets `tool` (its name, for messages)
+# and `root` before sourcing it and `bin` after, and keeps the state below in globals (pids,
+# names, run_dir, scheduler_pid, ...).
+
+# Defaults of the options both launchers take (see take_launch_flag).
+build_dir="$root/build"
+run_dir=""
+build=1
+data_dir=/usr/share/datasets/fashion-mnist
+server_threads=1
+trainer_flags=()
+progress=auto
+secure=0
+scheduler_flags=()
+checkpoint_dir=""
+checkpoints=1
+model_out=""
+resume=""
+max_restarts=""
+
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
+need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "$tool: $1 needs a value" >&2; exit 2; }; }
+
+# The flags that override the job file; both launchers hand them to hetps-scheduler unchanged.
+is_job_flag() {
+  case $1 in
+    --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
+    --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
+    --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype|--checkpoint-interval)
+      return 0 ;;
+  esac
+  return 1
+}
+
+# Takes one option both launchers share (a job flag, or one for the processes, checkpoints,
+# logs and build) from the front of "$@": returns 0 and sets `taken` to the words it used, or
+# returns 1 for an option that is not shared. Exits 2 on a missing value.
+take_launch_flag() {
+  taken=2
+  if is_job_flag "$1"; then
+    need_value "$@"; scheduler_flags+=("$1" "$2"); return 0
+  fi
+  case $1 in
+    --checkpoint-dir) need_value "$@"; checkpoint_dir=$2 ;;
+    --no-checkpoints) checkpoints=0; taken=1 ;;
+    --model-out) need_value "$@"; model_out=$2 ;;
+    --resume) need_value "$@"; resume=$2 ;;
+    --max-restarts) need_value "$@"; max_restarts=$2 ;;
+    --data-dir) need_value "$@"; data_dir=$2 ;;
+    --threads) need_value "$@"; threads=$2 ;;
+    --server-threads) need_value "$@"; server_threads=$2 ;;
+    --no-overlap) trainer_flags+=(--no-overlap); taken=1 ;;
+    --run-dir) need_value "$@"; run_dir=$2 ;;
+    --build-dir) need_value "$@"; build_dir=$2 ;;
+    --progress) need_value "$@"; progress=$2 ;;
+    --no-build) build=0; taken=1 ;;
+    --secure) secure=1; taken=1 ;;
+    -h|--help) usage; exit 0 ;;
+    *) return 1 ;;
+  esac
+  return 0
+}
+
+require_binaries() {
+  for program in hetps-scheduler hetps-server hetps-trainer hetps-keygen; do
+    [[ -x $bin/$program ]] || { echo "$tool: $bin/$program is missing; build first (scripts/build.sh)" >&2; exit 1; }
+  done
+}
+
+# Resolves the job once up front from scheduler_flags (and `resume`): this validates it and sets
+# `resolved`, `servers` and `trainers`.
+check_job() {
+  if [[ -n $resume ]]; then
+    for flag in "${scheduler_flags[@]}"; do
+      [[ $flag == --config ]] && { echo "$tool: --resume takes the job from the checkpoint; drop --config" >&2; exit 2; }
+    done
+    scheduler_flags+=(--resume "$resume")
+  fi
+  resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
+  servers=$(awk '$1 == "servers:" {print $2}' <<<"$resolved")
+  trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
+}
+
+job_checkpoint_dir() {  # the checkpoint directory of the resolved job, or nothing
+  awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved"
+}
+
+# Creates the run directory and adds where checkpoints and the model go: checkpoints go to the
+# run directory unless the job (or --checkpoint-dir) puts them elsewhere. Writes the resolved
+# job.yaml and sets `checkpoints_dir`, `max_restarts` (unless given) and `restarts`.
+settle_job() {
+  run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)}
+  mkdir -p "$run_dir"
+  run_dir=$(cd "$run_dir" && pwd)
+  local job_dir
+  job_dir=$(job_checkpoint_dir)
+  if ((checkpoints)); then
+    if [[ -n $checkpoint_dir ]]; then
+      scheduler_flags+=(--checkpoint-dir "$checkpoint_dir")
+    elif [[ -z $job_dir ]]; then
+      scheduler_flags+=(--checkpoint-dir "$run_dir/checkpoints")
+    fi
+  else
+    scheduler_flags+=(--checkpoint-dir "")
+  fi
+  scheduler_flags+=(--model-out "${model_out:-$run_dir/model.safetensors}")
+  resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
+  echo "$resolved" > "$run_dir/job.yaml"
+  checkpoints_dir=$(job_checkpoint_dir)
+  if [[ -z $max_restarts ]]; then
+    if [[ -n $checkpoints_dir ]]; then max_restarts=3; else max_restarts=0; fi
+  fi
+  [[ $max_restarts =~ ^[0-9]+$ ]] || { echo "$tool: --max-restarts needs a number, not '$max_restarts'" >&2; exit 2; }
+  restarts=0
+}
+
+# --secure: one key pair per process; each member's flags name its key.
+curve_flags() {  # the flags of the member whose key is named $1 (none without --secure)
+  ((secure)) && echo "--curve-keys $keys --key-name $1"
+  return 0
+}
+make_keys() {
+  keys="$run_dir/keys"
+  ((secure)) || return 0
+  for name in scheduler $(seq -f 'server-%g' 0 $((servers - 1))) $(seq -f 'trainer-%g' 0 $((trainers - 1))); do
+    "$bin/hetps-keygen" "$keys" "$name" > /dev/null
+  done
+  scheduler_flags+=(--curve-keys "$keys")
+  echo "$tool: CURVE on; keys in $keys"
+}
+
+names=()   # names[pid]
+pids=()
+start() {  # start NAME LOG COMMAND...
+  local name=$1 log=$2
+  shift 2
+  "$@" >> "$log" 2>&1 &
+  names[$!]=$name
+  pids+=($!)
+}
+
+stop_all() {
+  local signal=${1:-TERM}
+  for pid in "${pids[@]}"; do kill -s "$signal" "$pid" 2>/dev/null || true; done
+}
+
+finish() {  # waits up to $1 seconds for every process, then kills what is left
+  local deadline=$((SECONDS + $1))
+  while ((SECONDS < deadline)); do
+    local alive=0
+    for pid in "${pids[@]}"; do kill -0 "$pid" 2>/dev/null && alive=1; done
+    ((alive)) || return 0
+    sleep 0.2
+  done
+  stop_all TERM
+  sleep 1
+  stop_all KILL
+}
+
+wait_for_endpoint() {  # waits for the scheduler to write $endpoint_file; exits 1 if it does not
+  for _ in $(seq 100); do
+    [[ -s $endpoint_file ]] && break
+    kill -0 "$scheduler_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if [[ ! -s $endpoint_file ]]; then
+    echo "$tool: the scheduler did not start; last lines of $run_dir/scheduler.log:" >&2
+    tail -n 20 "$run_dir/scheduler.log" >&2
+    finish 2
+    exit 1
+  fi
+  endpoint=$(<"$endpoint_file")
+}
+
+# Watches until the scheduler ends the job, or a member fails on its own, restarting a server
+# that dies with the caller's start_server. Sets `status` (0: the job finished) and `name` (who
+# ended it). (Polling rather than `wait -n` keeps this working with the bash 3.2 that macOS ships.)
+watch_members() {
+  status=0
+  name=""
+  local watching=("${pids[@]}") still pid code
+  while ((${#watching[@]})) && [[ -z $name ]]; do
+    sleep 0.2
+    still=()
+    for pid in "${watching[@]}"; do
+      if kill -0 "$pid" 2>/dev/null; then
+        still+=("$pid")
+        continue
+      fi
+      set +e
+      wait "$pid"
+      code=$?
+      set -e
+      if [[ ${names[$pid]} == scheduler ]]; then
+        name=scheduler
+        status=$code
+        break
+      fi
+      # 3: the member left because the scheduler ended the job; the scheduler reports why.
+      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == server-* ]] && ((restarts < max_restarts)); then
+        restarts=$((restarts + 1))
+        echo "$tool: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2
+        echo "$tool: restarted after exit $code" >> "$run_dir/${names[$pid]}.log"
+        start_server "${names[$pid]#server-}"
+        still+=("${pids[${#pids[@]} - 1]}")
+        continue
+      fi
+      # A restarted trainer joins the running job (its chunks went to the others meanwhile).
+      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == trainer-* ]] && ((restarts < max_restarts)); then
+        restarts=$((restarts + 1))
+        echo "$tool: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2
+        echo "$tool: restarted after exit $code" >> "$run_dir/${names[$pid]}.log"
+        start_trainer "${names[$pid]#trainer-}"
+        still+=("${pids[${#pids[@]} - 1]}")
+        continue
+      fi
+      if ((code != 0 && code != 3)); then
+        name=${names[$pid]}
+        echo "$tool: $name failed (exit $code); last lines of $run_dir/$name.log:" >&2
+        tail -n 15 "$run_dir/$name.log" >&2
+        status=1
+        kill -s TERM "$scheduler_pid" 2>/dev/null || true
+        break
+      fi
+    done
+    watching=(${still[@]+"${still[@]}"})
+  done
+}
+
+# After watch_members: stops what is left and says how the job ended; exits 1 if it failed.
+end_job() {
+  finish 10
+  if ((status != 0)); then
+    echo "$tool: the job failed; logs in $run_dir" >&2
+    [[ $name == scheduler ]] && tail -n 5 "$run_dir/scheduler.log" >&2
+    if [[ $name == scheduler && -n $checkpoints_dir ]] && ls "$checkpoints_dir"/checkpoint-*/manifest.json >/dev/null 2>&1; then
+      echo "$tool: continue the job from its newest checkpoint with: scripts/$tool --resume $checkpoints_dir" >&2
+    fi
+    exit 1
+  fi
+  echo "$tool: done; logs in $run_dir"
+}
