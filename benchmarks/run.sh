@@ -14,6 +14,10 @@
 #   rtt       one small push-pull at a time (1 trainer, 1 server, sync; models of 1 KiB, 64 KiB
 #             and the MLP's 2.25 MiB), each round trip timed, against a bare ZeroMQ echo of the
 #             same messages, three alternating blocks (median_us: the 1 KiB model's median)
+#   step      hetps's trainer step (StepRunner against a server in the same process over inproc)
+#             against the plain loop in C++ and in Python (Debian's python3-torch), CNN and MLP,
+#             1 and 2 threads, three alternating pairs (ratio: hetps samples/s over the faster
+#             plain loop's), with where each step's time goes
 #   torch     the two LibTorch builds side by side: the FashionCNN and the MLP training loop
 #             (hetps-bench-local-loop, batch 64) on 1 and 2 threads under the system build
 #             (--build-dir, default build) and the pip build (--pip-build-dir, default build-pip),
@@ -28,8 +32,8 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case $1 in
   -h|--help) usage; exit 0 ;;
-  pushpull|apply|overhead|rtt|torch) name=$1; shift ;;
-  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, rtt, torch" >&2; exit 2 ;;
+  pushpull|apply|overhead|rtt|step|torch) name=$1; shift ;;
+  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, rtt, step, torch" >&2; exit 2 ;;
 esac
 build_dir="$root/build"
 pip_build_dir="$root/build-pip"
@@ -73,6 +77,60 @@ case $name in
     else
       "$bin/hetps-bench-rtt" --bytes 1024,65536,2359296 --rounds 2000 --pairs 3 --json "$json"
     fi
+    ;;
+  step)
+    need hetps-bench-step
+    if ((quick)); then models="cnn"; thread_counts="1"; steps=20; pairs=1
+    else models="cnn mlp"; thread_counts="1 2"; steps=150; pairs=3; fi
+    work=$(mktemp -d)
+    trap 'rm -rf "$work"' EXIT
+    # Each pair: hetps-bench-step (its hetps block, then its plain C++ block), then the Python loop.
+    for model in $models; do
+      for threads in $thread_counts; do
+        for ((pair = 1; pair <= pairs; pair++)); do
+          "$bin/hetps-bench-step" --model "$model" --threads "$threads" --steps "$steps" --pairs 1 \
+            > "$work/$model-$threads-$pair.cpp.json"
+          /usr/bin/python3 "$root/benchmarks/step_loop.py" --model "$model" --threads "$threads" \
+            --steps "$steps" --pairs 1 > "$work/$model-$threads-$pair.py.json"
+        done
+      done
+    done
+    /usr/bin/python3 - "$work" "$json" "$pairs" $models -- $thread_counts <<'PY'
+import glob, json, statistics, sys
+work, out, pairs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+rest = sys.argv[4:]
+models, threads = rest[:rest.index("--")], rest[rest.index("--") + 1:]
+cases = []
+print("| model | threads | hetps step samples/s | plain C++ | plain Python | hetps / faster plain (range) |")
+print("| --- | ---: | ---: | ---: | ---: | ---: |")
+for model in models:
+    for t in threads:
+        runs = []
+        for pair in range(1, pairs + 1):
+            cpp = json.load(open(f"{work}/{model}-{t}-{pair}.cpp.json"))
+            py = json.load(open(f"{work}/{model}-{t}-{pair}.py.json"))
+            faster = max(cpp["plain_samples_per_second"], py["samples_per_second"])
+            runs.append({"hetps": cpp["hetps_samples_per_second"], "plain_cpp": cpp["plain_samples_per_second"],
+                         "plain_python": py["samples_per_second"], "ratio": cpp["hetps_samples_per_second"] / faster,
+                         "hetps_phases_us": cpp["hetps_phases_us"], "plain_cpp_phases_us": cpp["plain_phases_us"],
+                         "plain_python_phases_us": py["phases_us"]})
+        med = lambda key: statistics.median(r[key] for r in runs)
+        case = {"model": model, "threads": int(t), "batch": 64, "pairs": runs,
+                "hetps_samples_per_second": med("hetps"), "plain_cpp_samples_per_second": med("plain_cpp"),
+                "plain_python_samples_per_second": med("plain_python"), "ratio": med("ratio"),
+                "ratio_min": min(r["ratio"] for r in runs), "ratio_max": max(r["ratio"] for r in runs)}
+        cases.append(case)
+        print(f"| {model} | {t} | {case['hetps_samples_per_second']:.0f} | {case['plain_cpp_samples_per_second']:.0f} | "
+              f"{case['plain_python_samples_per_second']:.0f} | {case['ratio']:.3f} "
+              f"({case['ratio_min']:.3f}–{case['ratio_max']:.3f}) |")
+print()
+print("Microseconds per step (the last pair):")
+for case in cases:
+    last = case["pairs"][-1]
+    print(f"- {case['model']}, {case['threads']} thread(s): hetps {last['hetps_phases_us']}; "
+          f"C++ {last['plain_cpp_phases_us']}; Python {last['plain_python_phases_us']}")
+json.dump(cases, open(out, "w"), indent=1)
+PY
     ;;
   apply)
     need hetps-bench-apply

@@ -84,11 +84,17 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
   try {
     Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
     buffers_.ClearGradients();
+    const auto forward_start = Clock::now();
     torch::Tensor loss = torch::nn::functional::cross_entropy(model_.forward(batch.input), batch.target);
+    const auto backward_start = Clock::now();
+    const double hand_off_before = timings_.hand_off;
     in_backward_ = true;
     loss.backward();
     in_backward_ = false;
     *loss_value = loss.item<double>();  // waits for the device to finish
+    timings_.batch += std::chrono::duration<double>(forward_start - start).count();
+    timings_.forward += std::chrono::duration<double>(backward_start - forward_start).count();
+    timings_.backward += SecondsSince(backward_start) - (timings_.hand_off - hand_off_before);
     timings_.compute += SecondsSince(start);
   } catch (const c10::Error& e) {
     in_backward_ = false;
@@ -160,24 +166,27 @@ Status StepRunner::PushStaged(std::chrono::milliseconds timeout, size_t* pushed)
 }
 
 Status StepRunner::PushRemaining() {
+  const auto start = Clock::now();
   for (size_t t = 0; t < tensors_; ++t) {
     if (client_.Pushed(t)) continue;
     HETPS_ASSIGN_OR_RETURN(auto gradient, buffers_.HostGradient(t));
     HETPS_RETURN_IF_ERROR(client_.PushTensor(t, gradient.first, std::move(gradient.second)));
   }
+  timings_.hand_off += SecondsSince(start);
   return Status::Ok();
 }
 
 void StepRunner::OnGradient(size_t tensor, const torch::Tensor& grad) {
   if (!in_backward_) return;
+  const auto start = Clock::now();
   if (options_.staging != nullptr) {
     options_.staging->Stage(tensor, grad);
-    return;
+  } else if (push_status_.ok() && std::this_thread::get_id() == loop_thread_) {
+    pacer_.Wait();
+    auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
+    push_status_ = client_.PushTensor(tensor, held->data_ptr<float>(), held);
   }
-  if (!push_status_.ok() || std::this_thread::get_id() != loop_thread_) return;
-  pacer_.Wait();
-  auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
-  push_status_ = client_.PushTensor(tensor, held->data_ptr<float>(), held);
+  timings_.hand_off += SecondsSince(start);  // on the thread that runs backward, as compute is
 }
 
 }  // namespace hetps

@@ -59,6 +59,11 @@ class StepRunner {
   struct Timings {
     uint64_t steps = 0;
     double compute = 0;         // forward and backward, until the loss is on the host
+    // The step's parts: the batch assembled on the device, forward with the loss, backward
+    // until the loss is on the host, less what its hooks spent handing gradients over, and that
+    // hand-off (pushes to the PS client, or staging calls with staging) together with the pushes
+    // after backward. batch + forward + backward + the hooks' part of hand_off = compute.
+    double batch = 0, forward = 0, backward = 0, hand_off = 0;
     double device_to_host = 0;  // waiting for gradient copies to finish (GPU)
     double wire = 0;            // from the last push to the last weights received
     double host_to_device = 0;  // enqueueing weight copies and waiting for the previous ones

@@ -8,7 +8,7 @@ build=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-for name in pushpull apply overhead rtt; do
+for name in pushpull apply overhead rtt step; do
   "$root/benchmarks/run.sh" "$name" --quick --build-dir "$build" --out "$work" | tee "$work/$name.out"
   grep -q '^| ---' "$work/$name.out" || { echo "benchmarks_test: $name printed no table" >&2; exit 1; }
   /usr/bin/python3 - "$work/$name.json" "$name" <<'PY'

@@ -23,7 +23,6 @@ LocalCluster::LocalCluster(JobOptions job, ServerOptions server_options) : conte
   options.progress_out = nullptr;
   options.stop = &stop_;
   scheduler_ = std::make_unique<Scheduler>(context_, options);
-  server_options.bind = "tcp://127.0.0.1:*";
   server_options.connect_timeout = std::chrono::seconds(30);
   for (uint32_t i = 0; i < options.job.servers; ++i) {
     servers_.push_back(std::make_unique<Server>(context_, server_options));

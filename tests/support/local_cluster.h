@@ -30,6 +30,8 @@ JobOptions TestJob(const std::string& model, ConsistencyMode mode, uint32_t serv
 
 class LocalCluster {
  public:
+  // Every server binds where `server_options.bind` says (by default a free port on 127.0.0.1;
+  // an inproc:// endpoint for one server in the cluster's context).
   explicit LocalCluster(JobOptions job, ServerOptions server_options = {});
   ~LocalCluster();
 

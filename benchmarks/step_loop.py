@@ -1,0 +1,110 @@
+"""The plain training loop in Python, the second baseline of `benchmarks/run.sh step`: the same
+models (hetps's built-in mlp and cnn, trainer/models/models.cc), data, normalisation, batch order,
+optimizer (SGD, lr 0.05, momentum 0.9) and LibTorch thread count as hetps-bench-step, with the
+same phases timed. Prints one JSON object.
+
+usage: /usr/bin/python3 step_loop.py --model cnn --batch 64 --threads 1 --steps 100 --pairs 3
+Runs with Debian's python3-torch (scripts/install-deps.sh installs it).
+"""
+import argparse
+import gzip
+import json
+import statistics
+import time
+
+import numpy as np
+import torch
+
+# The trainer's normalisation (trainer/data/fashion_mnist.h).
+PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
+
+
+class Mlp(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(784, 512)
+        self.fc2 = torch.nn.Linear(512, 256)
+        self.fc3 = torch.nn.Linear(256, 10)
+
+    def forward(self, x):
+        x = torch.relu(self.fc1(x.flatten(1)))
+        x = torch.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+class FashionCNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = torch.nn.Conv2d(32, 64, 5, padding=2)
+        self.fc1 = torch.nn.Linear(64 * 7 * 7, 512)
+        self.fc2 = torch.nn.Linear(512, 10)
+
+    def forward(self, x):
+        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
+        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
+        x = torch.relu(self.fc1(x.flatten(1)))
+        return self.fc2(x)
+
+
+def read_idx(path, offset):
+    with gzip.open(path, "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=["mlp", "cnn"], default="cnn")
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--pairs", type=int, default=3)
+    parser.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    images = read_idx(f"{args.data_dir}/train-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
+    labels = torch.from_numpy(read_idx(f"{args.data_dir}/train-labels-idx1-ubyte.gz", 8).astype(np.int64))
+    pixels = torch.from_numpy(images.copy())  # uint8, normalised per batch as the trainer does
+    n = len(labels)
+    model = Mlp() if args.model == "mlp" else FashionCNN()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    phases = {"batch": 0.0, "forward": 0.0, "backward": 0.0, "optimizer": 0.0}
+
+    def step(k, timed):
+        t0 = time.perf_counter()
+        index = torch.arange(k * args.batch, (k + 1) * args.batch) % n
+        x = (pixels[index].float() / 255.0 - PIXEL_MEAN) / PIXEL_STD
+        y = labels[index]
+        optimizer.zero_grad()
+        t1 = time.perf_counter()
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        t2 = time.perf_counter()
+        loss.backward()
+        t3 = time.perf_counter()
+        optimizer.step()
+        t4 = time.perf_counter()
+        if timed:
+            phases["batch"] += t1 - t0
+            phases["forward"] += t2 - t1
+            phases["backward"] += t3 - t2
+            phases["optimizer"] += t4 - t3
+
+    for k in range(10):  # warm-up, as hetps-bench-step
+        step(k, False)
+    rates = []
+    for pair in range(args.pairs):
+        first = 10 + pair * args.steps
+        start = time.perf_counter()
+        for k in range(args.steps):
+            step(first + k, True)
+        rates.append(args.steps * args.batch / (time.perf_counter() - start))
+    us = 1e6 / (args.steps * args.pairs)
+    print(json.dumps({"model": args.model, "batch": args.batch, "threads": args.threads,
+                      "torch": torch.__version__, "samples_per_second": statistics.median(rates),
+                      "blocks": rates,
+                      "phases_us": {k: round(v * us, 1) for k, v in phases.items()}}))
+
+
+if __name__ == "__main__":
+    main()
