@@ -7,50 +7,62 @@ namespace hetps {
 namespace {
 
 // FlatBuffers' verifier (2.0) checks that a vector's length field is 4-byte aligned, not that
-// 8-byte elements are 8-byte aligned, and reading a misaligned one is undefined behaviour. A
-// builder always aligns them (and every frame starts 8-byte aligned), so only a forged buffer
-// has one. Every vector of 64-bit values in schemas/messages.fbs is checked here.
-template <typename T>
-bool Aligned(const flatbuffers::Vector<T>* vector) {
-  return vector == nullptr || reinterpret_cast<uintptr_t>(vector->Data()) % alignof(T) == 0;
-}
+// 8-byte elements are 8-byte aligned within the buffer, and a forged buffer can place them
+// otherwise (reading them is then undefined behaviour where the buffer is aligned). A builder
+// always aligns them relative to the buffer's start, so the check is on the offset, not on the
+// address: ZeroMQ hands over received frames at whatever address its buffers give. Every vector
+// of 64-bit values in schemas/messages.fbs is checked here.
+class WideVectors {
+ public:
+  explicit WideVectors(const uint8_t* buffer) : buffer_(reinterpret_cast<uintptr_t>(buffer)) {}
 
-bool ShapesAligned(const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>* tensors) {
-  if (tensors == nullptr) return true;
-  for (const wire::TensorSpec* tensor : *tensors) {
-    if (!Aligned(tensor->shape())) return false;
+  bool Aligned(const wire::Envelope& env) const {
+    switch (env.body_type()) {
+      case wire::Body::RegisterModel:
+        return Shapes(env.body_as_RegisterModel()->signature());
+      case wire::Body::ShardMap:
+        return Shapes(env.body_as_ShardMap()->tensors());
+      case wire::Body::CheckpointState:
+        return Shapes(env.body_as_CheckpointState()->tensors());
+      case wire::Body::Restore:
+        return Shapes(env.body_as_Restore()->tensors());
+      case wire::Body::Heartbeat:
+        return Stats(env.body_as_Heartbeat()->server_stats());
+      case wire::Body::Goodbye:
+        return Stats(env.body_as_Goodbye()->server_stats());
+      case wire::Body::Push:
+        return Vector(env.body_as_Push()->versions());
+      case wire::Body::Weights:
+        return Vector(env.body_as_Weights()->versions());
+      case wire::Body::DataPosition:
+        return Vector(env.body_as_DataPosition()->held_next());
+      default:
+        return true;
+    }
   }
-  return true;
-}
 
-bool StatsAligned(const wire::ServerStats* stats) {
-  return stats == nullptr || Aligned(stats->staleness_counts());
-}
-
-bool WideVectorsAligned(const wire::Envelope& env) {
-  switch (env.body_type()) {
-    case wire::Body::RegisterModel:
-      return ShapesAligned(env.body_as_RegisterModel()->signature());
-    case wire::Body::ShardMap:
-      return ShapesAligned(env.body_as_ShardMap()->tensors());
-    case wire::Body::CheckpointState:
-      return ShapesAligned(env.body_as_CheckpointState()->tensors());
-    case wire::Body::Restore:
-      return ShapesAligned(env.body_as_Restore()->tensors());
-    case wire::Body::Heartbeat:
-      return StatsAligned(env.body_as_Heartbeat()->server_stats());
-    case wire::Body::Goodbye:
-      return StatsAligned(env.body_as_Goodbye()->server_stats());
-    case wire::Body::Push:
-      return Aligned(env.body_as_Push()->versions());
-    case wire::Body::Weights:
-      return Aligned(env.body_as_Weights()->versions());
-    case wire::Body::DataPosition:
-      return Aligned(env.body_as_DataPosition()->held_next());
-    default:
-      return true;
+ private:
+  template <typename T>
+  bool Vector(const flatbuffers::Vector<T>* vector) const {
+    // An empty vector has nothing to read, and a builder may leave its (unused) start unaligned.
+    return vector == nullptr || vector->size() == 0 ||
+           (reinterpret_cast<uintptr_t>(vector->Data()) - buffer_) % alignof(T) == 0;
   }
-}
+
+  bool Shapes(const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>* tensors) const {
+    if (tensors == nullptr) return true;
+    for (const wire::TensorSpec* tensor : *tensors) {
+      if (!Vector(tensor->shape())) return false;
+    }
+    return true;
+  }
+
+  bool Stats(const wire::ServerStats* stats) const {
+    return stats == nullptr || Vector(stats->staleness_counts());
+  }
+
+  uintptr_t buffer_;
+};
 
 }  // namespace
 
@@ -77,7 +89,7 @@ Status VerifyEnvelope(const Message& message, size_t max_bytes) {
     return Status::Protocol("envelope has an unknown message kind " +
                             std::to_string(static_cast<int>(env->body_type())));
   }
-  if (!WideVectorsAligned(*env)) {
+  if (!WideVectors(bytes).Aligned(*env)) {
     return Status::Protocol(std::string(KindName(env->body_type())) +
                             " envelope holds a vector of 64-bit values at a misaligned offset");
   }
