@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # A trainer killed in the middle of training does not hang the job: the scheduler declares it
-# dead, gives its data chunks to the other trainer, and the job finishes every sample.
-#   trainer_dies_test.sh BUILD_DIR MODE
+# dead, gives its data chunks to the other trainer, and the job finishes every sample. SIGNAL KILL
+# (the default) ends the process, whose closed connection takes it out at once; STOP freezes it
+# with its connection open, and the heartbeat timeout does.
+#   trainer_dies_test.sh BUILD_DIR MODE [KILL|STOP]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-build=$1 mode=$2
+build=$1 mode=$2 signal=${3:-KILL}
 bin=$build/bin
 work=$(mktemp -d)
 pids=()
@@ -39,7 +41,7 @@ for _ in $(seq 300); do
   sleep 0.1
 done
 sleep 2
-kill -9 "$victim"
+kill -s "$signal" "$victim"
 
 status=0
 wait "$scheduler" || status=$?
@@ -48,6 +50,8 @@ if ((status != 0)) || ! grep -q "is dead" "$work/scheduler.log"; then
   for log in "$work"/*.log "$work/scheduler.out"; do echo "== $log"; tail -n 20 "$log"; done
   exit 1
 fi
-grep "is dead" "$work/scheduler.log"
+why=$([[ $signal == KILL ]] && echo "its connection closed" || echo "silent for more than")
+grep "is dead: $why" "$work/scheduler.log" ||
+  { echo "the scheduler did not take the trainer out because $why"; tail -n 20 "$work/scheduler.log"; exit 1; }
 # Every sample of the epoch was trained by somebody (chunks of the dead trainer were re-queued).
 /usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/run.json" "$mode" 1 2 0.75 60000

@@ -268,21 +268,22 @@ CATCH_TEST_CASE("A job whose members do not all join fails after join_timeout_s,
   CATCH_CHECK(Contains(cluster.server_results()[0].message(), "join_timeout_s"));
 }
 
-CATCH_TEST_CASE("The only trainer going silent is declared dead and fails the job", "[scheduler][liveness]") {
+CATCH_TEST_CASE("The only trainer vanishing is taken out at once and fails the job",
+                "[scheduler][liveness]") {
   testing::LocalCluster cluster(QuickDeathJob(1, 1));
   CATCH_REQUIRE(cluster.Start().ok());
   testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
   CATCH_REQUIRE(trainer.Setup(kModel).ok());
-  // The trainer's process "crashes": no more heartbeats.
+  // The trainer's process "crashes": its connections close. (A trainer frozen with its connection
+  // open is declared dead after the heartbeat timeout: trainer_dies_test.sh ... STOP.)
   trainer.Vanish();
-  const auto silent_since = Clock::now();
 
   Status status = cluster.WaitForJob(seconds(15));
   CATCH_INFO(status.ToString());
   CATCH_REQUIRE_FALSE(status.ok());
   CATCH_CHECK(status.code() != Status::Code::kTimeout);
   CATCH_CHECK(Contains(status.message(), "every trainer has stopped; the last was trainer 0 (cpu on"));
-  CATCH_CHECK(SecondsSince(silent_since) >= 0.5);
+  CATCH_CHECK(Contains(status.message(), "its connection closed"));
   CATCH_REQUIRE(cluster.summary().trainer_details.size() == 1);
   CATCH_CHECK_FALSE(cluster.summary().trainer_details[0].alive);
 }
