@@ -175,9 +175,10 @@ wait_for_endpoint() {  # waits for the scheduler to write $endpoint_file; exits 
   endpoint=$(<"$endpoint_file")
 }
 
-# Watches until the scheduler ends the job, or a member fails on its own, restarting a server
-# that dies with the caller's start_server. Sets `status` (0: the job finished) and `name` (who
-# ended it). (Polling rather than `wait -n` keeps this working with the bash 3.2 that macOS ships.)
+# Watches until the scheduler ends the job, or a member fails on its own, restarting a server or
+# trainer that dies with the caller's start_server or start_trainer. Sets `status` (0: the job
+# finished) and `name` (who ended it). (Polling rather than `wait -n` keeps this working with the
+# bash 3.2 that macOS ships.)
 watch_members() {
   status=0
   name=""
@@ -199,21 +200,15 @@ watch_members() {
         status=$code
         break
       fi
-      # 3: the member left because the scheduler ended the job; the scheduler reports why.
-      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == server-* ]] && ((restarts < max_restarts)); then
+      # 3: the member left because the scheduler ended the job; the scheduler reports why. A
+      # restarted server takes the dead one's rank; a restarted trainer joins the running job
+      # (the others trained its unfinished data meanwhile).
+      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == server-* || ${names[$pid]} == trainer-* ]] &&
+         ((restarts < max_restarts)); then
         restarts=$((restarts + 1))
         echo "$tool: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2
         echo "$tool: restarted after exit $code" >> "$run_dir/${names[$pid]}.log"
-        start_server "${names[$pid]#server-}"
-        still+=("${pids[${#pids[@]} - 1]}")
-        continue
-      fi
-      # A restarted trainer joins the running job (its chunks went to the others meanwhile).
-      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == trainer-* ]] && ((restarts < max_restarts)); then
-        restarts=$((restarts + 1))
-        echo "$tool: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2
-        echo "$tool: restarted after exit $code" >> "$run_dir/${names[$pid]}.log"
-        start_trainer "${names[$pid]#trainer-}"
+        "start_${names[$pid]%-*}" "${names[$pid]##*-}"  # start_server I or start_trainer I
         still+=("${pids[${#pids[@]} - 1]}")
         continue
       fi
