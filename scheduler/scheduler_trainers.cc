@@ -80,7 +80,8 @@ uint64_t Scheduler::StepAhead(double lead_seconds) {
     }
   }
   // Servers count rounds too (in heartbeats), which may be newer than the trainers' reports.
-  for (Member* s : members_.Members(wire::Role::Server)) newest_clock = std::max(newest_clock, s->counters.rounds);
+  for (Member* s : members_.Members(wire::Role::Server))
+    newest_clock = std::max(newest_clock, s->counters.rounds);
   return newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * lead_seconds));
 }
 
@@ -107,10 +108,12 @@ void Scheduler::ProposeAdmission(Member& trainer) {
   trainer.progress.clock = first_step;
   trainer.progress.epoch = epoch;
   members_.BumpEpoch();
-  admission_.emplace();
-  admission_->routing_id = trainer.routing_id;
-  admission_->misses = misses;
-  admission_->proposed = Clock::now();
+  // Not emplace(): clang rejects it for a nested struct with member initialisers (as Recovery).
+  Admission admission;
+  admission.routing_id = trainer.routing_id;
+  admission.misses = misses;
+  admission.proposed = Clock::now();
+  admission_ = std::move(admission);
   HETPS_LOG(INFO) << trainer.Describe() << " joins the running job; proposing step " << first_step
                   << " (epoch " << epoch + 1 << ") to the servers";
   BroadcastMembership();
@@ -149,7 +152,8 @@ void Scheduler::FinishAdmission() {
   if (trainer == nullptr || !trainer->alive) return;
   trainer->started = true;
   trainer->first_step = trainer->start_clock;
-  HETPS_LOG(INFO) << trainer->Describe() << " joined the running job; it starts at step " << trainer->start_clock;
+  HETPS_LOG(INFO) << trainer->Describe() << " joined the running job; it starts at step "
+                  << trainer->start_clock;
   display_.Note(trainer->Describe() + " joined at step " + std::to_string(trainer->start_clock));
   SendTo(trainer->routing_id, BuildShardMap(/*for_servers=*/false, trainer));
   if (job_.mode == ConsistencyMode::kSync) Resplit(trainer->start_clock);
@@ -207,7 +211,8 @@ void Scheduler::BroadcastMembership() {
   if (admission_) admission_->awaiting.clear();
   for (Member* server : members_.Members(wire::Role::Server)) {
     flatbuffers::FlatBufferBuilder fbb(256);
-    auto body = wire::CreateMembership(fbb, members_.epoch(), fbb.CreateVector(ranks), TrainerIdentities(fbb));
+    auto body =
+        wire::CreateMembership(fbb, members_.epoch(), fbb.CreateVector(ranks), TrainerIdentities(fbb));
     zmq::message_t envelope = sender_.Seal(fbb, wire::Body::Membership, body.Union());
     const uint64_t seq = sender_.last_seq();
     if (!links_.Connected(server->rank)) {
@@ -269,8 +274,8 @@ void Scheduler::Resplit(uint64_t from_clock) {
     text += (text.empty() ? "" : ", ") + std::string("trainer ") + std::to_string(training[i]->rank) + " " +
             std::to_string(split[i]);
   }
-  HETPS_LOG(INFO) << "the global batch over " << training.size() << " trainers from step " << from_clock << ": "
-                  << text;
+  HETPS_LOG(INFO) << "the global batch over " << training.size() << " trainers from step " << from_clock
+                  << ": " << text;
   last_rebalance_ = Clock::now();
   SendBatchSizes(from_clock, sizes);
 }
