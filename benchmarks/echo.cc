@@ -44,8 +44,7 @@ Status Echo::Round() {
   for (size_t s = 0; s < frames_.size(); ++s) {
     for (size_t f = 0; f < frames_[s].size(); ++f) {
       std::vector<zmq::message_t> reply;
-      if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply)))
-        return Status::Internal("echo lost");
+      if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply))) return Status::Internal("echo lost");
     }
   }
   return Status::Ok();

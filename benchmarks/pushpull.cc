@@ -25,13 +25,13 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "benchmarks/echo.h"
 #include "common/allocator.h"
 #include "common/cli.h"
 #include "common/dtype.h"
 #include "common/job_config.h"
 #include "common/logging.h"
 #include "common/shard_map.h"
-#include "benchmarks/echo.h"
 #include "tests/support/local_cluster.h"
 #include "trainer/device/copy_stream.h"
 #include "trainer/device/device.h"

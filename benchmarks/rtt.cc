@@ -30,7 +30,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using hetps::Status;
 
-[[noreturn]] void Fail(const Status& status) { std::exit(hetps::FatalError("hetps-bench-rtt", status)); }
+[[noreturn]] void Fail(const Status& status) {
+  std::exit(hetps::FatalError("hetps-bench-rtt", status));
+}
 
 // `rounds` round trips of `round` after `rounds / 10` untimed ones; the median in microseconds.
 double MedianMicros(int rounds, const std::function<Status()>& round) {
@@ -123,15 +125,21 @@ int main(int argc, char** argv) {
   int rounds = 1000, pairs = 3;
   CLI::App app("Round trips of one small push-pull, timed one by one, against a bare ZeroMQ echo.",
                "hetps-bench-rtt");
-  app.add_option("--bytes", byte_list, "Model sizes in bytes of float32, comma-separated")->default_val(byte_list);
-  app.add_option("--rounds", rounds, "Timed round trips per block")->default_val(rounds)->check(CLI::Range(10, 10000000));
-  app.add_option("--pairs", pairs, "Alternating blocks of hetps and the echo")->default_val(pairs)->check(CLI::Range(1, 100));
+  app.add_option("--bytes", byte_list, "Model sizes in bytes of float32, comma-separated")
+      ->default_val(byte_list);
+  app.add_option("--rounds", rounds, "Timed round trips per block")
+      ->default_val(rounds)
+      ->check(CLI::Range(10, 10000000));
+  app.add_option("--pairs", pairs, "Alternating blocks of hetps and the echo")
+      ->default_val(pairs)
+      ->check(CLI::Range(1, 100));
   app.add_option("--json", json_path, "Write the figures as JSON here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   const std::vector<size_t> sizes = ParseSizes(byte_list);
   hetps::SetLogLevel(hetps::LogLevel::kWarning);
 
-  std::printf("| model bytes | partitions | hetps median µs (range) | echo median µs (range) | hetps / echo |\n");
+  std::printf(
+      "| model bytes | partitions | hetps median µs (range) | echo median µs (range) | hetps / echo |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: |\n");
   std::string cases;
   double headline = 0;
@@ -145,12 +153,13 @@ int main(int argc, char** argv) {
                 *hetps_min, *hetps_max, echo, *echo_min, *echo_max, hetps / echo);
     std::fflush(stdout);
     char line[512];
-    std::snprintf(line, sizeof(line),
-                  "%s    {\"bytes\": %zu, \"partitions\": %zu, \"servers\": 1, \"rounds_per_block\": %d, "
-                  "\"blocks\": %d, \"hetps_median_us\": %.2f, \"hetps_min_us\": %.2f, \"hetps_max_us\": %.2f, "
-                  "\"echo_median_us\": %.2f, \"echo_min_us\": %.2f, \"echo_max_us\": %.2f, \"ratio\": %.3f}",
-                  cases.empty() ? "" : ",\n", c.bytes, c.partitions, rounds, pairs, hetps, *hetps_min,
-                  *hetps_max, echo, *echo_min, *echo_max, hetps / echo);
+    std::snprintf(
+        line, sizeof(line),
+        "%s    {\"bytes\": %zu, \"partitions\": %zu, \"servers\": 1, \"rounds_per_block\": %d, "
+        "\"blocks\": %d, \"hetps_median_us\": %.2f, \"hetps_min_us\": %.2f, \"hetps_max_us\": %.2f, "
+        "\"echo_median_us\": %.2f, \"echo_min_us\": %.2f, \"echo_max_us\": %.2f, \"ratio\": %.3f}",
+        cases.empty() ? "" : ",\n", c.bytes, c.partitions, rounds, pairs, hetps, *hetps_min, *hetps_max, echo,
+        *echo_min, *echo_max, hetps / echo);
     cases += line;
   }
   if (!json_path.empty()) {

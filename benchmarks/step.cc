@@ -36,9 +36,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using hetps::Status;
 
-[[noreturn]] void Fail(const Status& status) { std::exit(hetps::FatalError("hetps-bench-step", status)); }
+[[noreturn]] void Fail(const Status& status) {
+  std::exit(hetps::FatalError("hetps-bench-step", status));
+}
 
-double Since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+double Since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -85,8 +89,8 @@ class PlainLoop {
     const double us = 1e6 / std::max<uint64_t>(1, steps_);
     char text[256];
     std::snprintf(text, sizeof(text),
-                  "{\"batch\": %.1f, \"forward\": %.1f, \"backward\": %.1f, \"optimizer\": %.1f}", batch_ * us,
-                  forward_ * us, backward_ * us, update_ * us);
+                  "{\"batch\": %.1f, \"forward\": %.1f, \"backward\": %.1f, \"optimizer\": %.1f}",
+                  batch_ * us, forward_ * us, backward_ * us, update_ * us);
     return text;
   }
 
@@ -120,9 +124,13 @@ int main(int argc, char** argv) {
   CLI::App app("hetps's trainer step against the plain single-process LibTorch loop.", "hetps-bench-step");
   app.add_option("--model", model_name, "mlp | cnn")->default_val(model_name);
   app.add_option("--batch", batch, "Batch size")->default_val(batch)->check(CLI::Range(1, 1 << 16));
-  app.add_option("--steps", steps, "Timed steps per block")->default_val(steps)->check(CLI::Range(1, 1 << 20));
+  app.add_option("--steps", steps, "Timed steps per block")
+      ->default_val(steps)
+      ->check(CLI::Range(1, 1 << 20));
   app.add_option("--threads", threads, "LibTorch threads")->default_val(threads)->check(CLI::Range(1, 256));
-  app.add_option("--pairs", pairs, "Alternating blocks of each")->default_val(pairs)->check(CLI::Range(1, 100));
+  app.add_option("--pairs", pairs, "Alternating blocks of each")
+      ->default_val(pairs)
+      ->check(CLI::Range(1, 100));
   app.add_option("--data-dir", data_dir, "Fashion-MNIST directory")->default_val(data_dir);
   app.add_option("--json", json_path, "Also write the JSON object here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
@@ -212,11 +220,12 @@ int main(int argc, char** argv) {
     pair_list += line;
   }
   char head[512];
-  std::snprintf(head, sizeof(head),
-                "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps_per_block\": %d, \"pairs\": [%s], "
-                "\"hetps_samples_per_second\": %.1f, \"plain_samples_per_second\": %.1f, \"ratio_vs_plain\": %.3f, ",
-                model_name.c_str(), batch, threads, steps, "%s", Median(hetps_rates), Median(plain_rates),
-                Median(ratios));
+  std::snprintf(
+      head, sizeof(head),
+      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps_per_block\": %d, \"pairs\": [%s], "
+      "\"hetps_samples_per_second\": %.1f, \"plain_samples_per_second\": %.1f, \"ratio_vs_plain\": %.3f, ",
+      model_name.c_str(), batch, threads, steps, "%s", Median(hetps_rates), Median(plain_rates),
+      Median(ratios));
   std::string json = head;
   json.replace(json.find("%s"), 2, pair_list);
   json += "\"hetps_phases_us\": " + HetpsPhasesJson(timed, hetps_seconds) +

@@ -342,8 +342,8 @@ Status Server::ApplyMembership(const wire::Membership& membership) {
   identities_.Set(membership.identities());
   live_trainers_ = std::move(live);
   from_clocks_ = std::move(from_clocks);
-  HETPS_LOG(INFO) << "membership epoch " << membership_epoch_ << ": " << live_trainers_.size() << " live trainers"
-                  << (from_clocks_.empty() ? "" : ", some from a later round");
+  HETPS_LOG(INFO) << "membership epoch " << membership_epoch_ << ": " << live_trainers_.size()
+                  << " live trainers" << (from_clocks_.empty() ? "" : ", some from a later round");
   if (shard_) UpdateShardTrainers();
   if (!refused.empty()) return Status::FailedPrecondition(refused);
   return Status::Ok();

@@ -140,8 +140,8 @@ class Server {
   uint32_t membership_epoch_ = 0;
   std::vector<uint32_t> live_trainers_;
   std::map<uint32_t, uint64_t> from_clocks_;
-  std::string scheduler_token_;   // the routing id of the scheduler's connection (shard map)
-  ReceiveLimits data_limits_;     // what one message from a trainer may hold, set by the shard map
+  std::string scheduler_token_;  // the routing id of the scheduler's connection (shard map)
+  ReceiveLimits data_limits_;    // what one message from a trainer may hold, set by the shard map
   RefusalCounter refusals_;
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: admits trainers' keys (counts in refusals_)
   uint64_t pulls_answered_ = 0;

@@ -1,8 +1,8 @@
 // The server's side of checkpoints and recovery: the scheduler asks for the state at a cut
 // (CheckpointRequest -> CheckpointState) and replaces it (Restore -> Ack), on the data socket,
 // where tensors travel in frames of their own. A trainer joining a running job is announced
-// there too (Membership -> Ack, or Error{Stale} when its first round has passed). Part of the Server class (ps/server.h), on its
-// I/O thread like the rest.
+// there too (Membership -> Ack, or Error{Stale} when its first round has passed). Part of the Server class
+// (ps/server.h), on its I/O thread like the rest.
 #include "common/logging.h"
 #include "common/transport.h"
 #include "ps/server.h"
@@ -16,7 +16,8 @@ void Server::HandleSchedulerRequest(Message message) {
     Status adopted = ApplyMembership(*message.body<wire::Membership>());
     if (!adopted.ok()) {
       HETPS_LOG(INFO) << "cannot take a trainer yet: " << adopted.message();
-      return Reply(std::move(message.routing_id), sender_.MakeError(wire::ErrorCode::Stale, adopted.message(), seq));
+      return Reply(std::move(message.routing_id),
+                   sender_.MakeError(wire::ErrorCode::Stale, adopted.message(), seq));
     }
     flatbuffers::FlatBufferBuilder fbb(64);
     auto body = wire::CreateAck(fbb, seq);

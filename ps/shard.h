@@ -226,7 +226,7 @@ class Shard {
   std::vector<Slot> slots_;
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;
-  std::vector<uint32_t> live_trainers_;  // sorted
+  std::vector<uint32_t> live_trainers_;       // sorted
   std::map<uint32_t, uint64_t> from_clocks_;  // live trainers that joined a running job: first clock
   std::map<uint32_t, TrainerClock> clocks_;
   uint64_t pushes_ = 0;

@@ -24,8 +24,7 @@ struct Overrides {
   std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out,
       curve_keys;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
-  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0,
-           staleness = 0;
+  uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;

@@ -74,14 +74,14 @@ struct Member {
   // are told, and started once every server has agreed.
   bool in_job = false;
   bool started = false;
-  bool joined_late = false;  // trainer: joined after training had started
-  bool left = false;         // trainer: left on its own (Goodbye), not declared dead
-  uint64_t start_clock = 0;  // trainer: its first step (0: from the start of the job)
-  uint32_t start_epoch = 0;  // trainer that joined late: the epoch it starts in
-  uint64_t first_step = 0;   // trainer that joined late: the step it started at, for the summary
+  bool joined_late = false;   // trainer: joined after training had started
+  bool left = false;          // trainer: left on its own (Goodbye), not declared dead
+  uint64_t start_clock = 0;   // trainer: its first step (0: from the start of the job)
+  uint32_t start_epoch = 0;   // trainer that joined late: the epoch it starts in
+  uint64_t first_step = 0;    // trainer that joined late: the step it started at, for the summary
   uint64_t register_seq = 0;  // trainer: its RegisterModel, which the shard map (or an Error) answers
-  bool ready = false;       // server: shard map installed
-  bool done = false;        // trainer: all epochs trained
+  bool ready = false;         // server: shard map installed
+  bool done = false;          // trainer: all epochs trained
   bool said_goodbye = false;
   uint32_t batch_size = 0;  // trainer: the batch per step it was last given
   TrainerProgress progress;
@@ -116,7 +116,7 @@ class Membership {
   std::vector<Member*> TrainersInJob();
   std::vector<Member*> Training();
   std::vector<uint32_t> LiveTrainerRanks() const;  // of the live trainers in the job
-  Member* LowestLiveTrainer();                      // of those that train
+  Member* LowestLiveTrainer();                     // of those that train
   size_t Count(wire::Role role, bool live_only = true) const;
 
   uint32_t expected_servers() const { return expected_servers_; }

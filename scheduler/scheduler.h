@@ -262,9 +262,9 @@ class Scheduler {
   std::deque<uint64_t> samples_of_cut_;  // per checkpoint handed to the writer, in order
   bool final_cut_asked_ = false;
   bool final_evaluated_ = false;
-  std::string output_error_;             // the model could not be written
-  std::optional<Manifest> resume_;       // --resume: the checkpoint continued from
-  std::string restorable_checkpoint_;    // directory of this job's newest checkpoint (empty: none yet)
+  std::string output_error_;           // the model could not be written
+  std::optional<Manifest> resume_;     // --resume: the checkpoint continued from
+  std::string restorable_checkpoint_;  // directory of this job's newest checkpoint (empty: none yet)
   std::map<uint32_t, uint64_t> awaiting_restore_;  // servers whose Ack to a Restore is due: its seq
 
   // Recovery from a lost server (scheduler_recovery.cc).

@@ -2,7 +2,8 @@
 // keys; a member is bound at Join to its control connection (its routing id) and, with CURVE, to
 // the name of the key it joined with; a trainer also gets a data token, which the servers learn
 // from the shard map and the membership messages sent to them, as trainers learn each server's
-// public key, and the scheduler's own links to the servers check theirs. Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
+// public key, and the scheduler's own links to the servers check theirs. Part of the Scheduler class
+// (scheduler/scheduler.h), on its loop thread like the rest.
 #include "scheduler/scheduler.h"
 
 #include "common/logging.h"

@@ -26,8 +26,9 @@ void Scheduler::HandleJoin(const Message& message) {
     }
     const bool is_server = join->role() == wire::Role::Server;
     if (is_server && phase_ != Phase::kGathering && !AwaitingReplacement()) {
-      return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
-                    "the job is already running with all of its " + std::to_string(job_.servers) + " servers");
+      return Refuse(
+          message, wire::ErrorCode::Refused, Refusal::OverLimit,
+          "the job is already running with all of its " + std::to_string(job_.servers) + " servers");
     }
     if (!is_server) {
       if (const std::string ending = NoRoomForTrainers(); !ending.empty()) {
@@ -37,9 +38,10 @@ void Scheduler::HandleJoin(const Message& message) {
     member = members_.Admit(id, join->role());
     if (member == nullptr) {
       return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
-                    is_server ? "the job expects " + std::to_string(job_.servers) + " servers and has them all"
-                              : "the job has all the trainers it takes at once (max_trainers: " +
-                                    std::to_string(MaxTrainers(job_)) + ")");
+                    is_server
+                        ? "the job expects " + std::to_string(job_.servers) + " servers and has them all"
+                        : "the job has all the trainers it takes at once (max_trainers: " +
+                              std::to_string(MaxTrainers(job_)) + ")");
     }
     member->joined_late = !is_server && phase_ != Phase::kGathering;
     member->key_name = message.user_id;  // with CURVE, the member is its key from now on

@@ -33,8 +33,8 @@ void Scheduler::FillSummary() {
     // A late joiner's clock starts at its first step: its own steps are the difference.
     const uint64_t steps = t->progress.clock - std::min(t->progress.clock, t->first_step);
     s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
-                                 t->progress.ComputeSamplesPerSecond(), t->joined_late,
-                                 t->first_step, t->left});
+                                 t->progress.ComputeSamplesPerSecond(), t->joined_late, t->first_step,
+                                 t->left});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;

@@ -100,7 +100,7 @@ class Trainer::Session {
   uint64_t clock_ = 0;
   uint64_t samples_ = 0;
   uint64_t weight_version_ = 0;
-  bool idle_ = false;  // ssp: the servers were told this trainer has no data
+  bool idle_ = false;         // ssp: the servers were told this trainer has no data
   bool out_of_data_ = false;  // said once that the last epoch has nothing left for it
   struct PendingBatch {
     uint64_t from_clock = 0;
@@ -111,7 +111,7 @@ class Trainer::Session {
 
 // The servers' endpoints and CURVE keys (empty without CURVE) by rank, from a shard map or a
 // Resume; `count` servers.
-Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers, size_t count,
-                   std::vector<std::string>* endpoints, std::vector<std::string>* keys);
+Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers,
+                   size_t count, std::vector<std::string>* endpoints, std::vector<std::string>* keys);
 
 }  // namespace hetps

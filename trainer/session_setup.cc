@@ -15,8 +15,8 @@ namespace hetps {
 
 // The servers' endpoints and CURVE keys (empty without CURVE) by rank, from a shard map or a
 // Resume; `count` servers.
-Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers, size_t count,
-                   std::vector<std::string>* endpoints, std::vector<std::string>* keys) {
+Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEndpoint>>* servers,
+                   size_t count, std::vector<std::string>* endpoints, std::vector<std::string>* keys) {
   endpoints->assign(count, std::string());
   keys->assign(count, std::string());
   if (servers == nullptr) return Status::Protocol("the scheduler named no servers");
@@ -152,9 +152,9 @@ Status Trainer::Session::ConnectToServers() {
                             .WithContext("the shard map does not describe this trainer's model"));
   std::vector<std::string> endpoints;
   PsClient::Options client_options;
-  HETPS_RETURN_IF_ERROR(ReadServers(wire_map->servers(), map_->num_servers(), &endpoints,
-                                    &client_options.server_keys)
-                            .WithContext("shard map"));
+  HETPS_RETURN_IF_ERROR(
+      ReadServers(wire_map->servers(), map_->num_servers(), &endpoints, &client_options.server_keys)
+          .WithContext("shard map"));
   client_options.curve = options_.curve;
   client_options.request_timeout = job_.request_timeout;
   client_options.routing_id = job_.data_token;

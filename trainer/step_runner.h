@@ -58,7 +58,7 @@ class StepRunner {
   // Where the steps' time went, summed over the steps with data (seconds).
   struct Timings {
     uint64_t steps = 0;
-    double compute = 0;         // forward and backward, until the loss is on the host
+    double compute = 0;  // forward and backward, until the loss is on the host
     // The step's parts: the batch assembled on the device, forward with the loss, backward
     // until the loss is on the host, less what its hooks spent handing gradients over, and that
     // hand-off (pushes to the PS client, or staging calls with staging) together with the pushes

@@ -434,7 +434,8 @@ CATCH_TEST_CASE("Leave sends the goodbye last, stops heartbeats and ends every w
     if (reply.ok()) return Status::Internal("the request was answered");
     if (SecondsSince(start) > 2) return Status::Internal("the request did not end at once");
     std::this_thread::sleep_for(milliseconds(600));  // the channel lives on: no heartbeat may follow
-    if (!channel.shutdown() || channel.shutdown()->failed || channel.shutdown()->reason != "stopped by a signal")
+    if (!channel.shutdown() || channel.shutdown()->failed ||
+        channel.shutdown()->reason != "stopped by a signal")
       return Status::Internal("no shutdown notice after leaving");
     return Status::Ok();
   };

@@ -486,7 +486,6 @@ CATCH_TEST_CASE("A pull must come from a live trainer and name distinct partitio
   CATCH_CHECK_FALSE(validate(0, MakePull({0})).ok());
 }
 
-
 CATCH_TEST_CASE("A trainer that joins at round 2 is waited for from round 2 on, not before",
                 "[ps][shard][membership]") {
   const ShardMap map = TestMap();

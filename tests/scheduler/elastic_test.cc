@@ -126,9 +126,8 @@ CATCH_TEST_CASE("A trainer's Goodbye takes it out of the job at once, not after 
   Buffers a, b;
   CATCH_REQUIRE(stays.client().InitWeights(a.grads(), nullptr).ok());
   // Both have pushed round 0; then one leaves while the other pushes round 1.
-  auto round0 = std::async(std::launch::async, [&] {
-    return leaves.client().PushPull(0, 32, b.grads(), nullptr, b.weights());
-  });
+  auto round0 = std::async(std::launch::async,
+                           [&] { return leaves.client().PushPull(0, 32, b.grads(), nullptr, b.weights()); });
   CATCH_REQUIRE(stays.client().PushPull(0, 32, a.grads(), nullptr, a.weights()).ok());
   CATCH_REQUIRE(round0.get().ok());
 
@@ -150,7 +149,8 @@ CATCH_TEST_CASE("A trainer's Goodbye takes it out of the job at once, not after 
   auto membership = WaitFor(stays, wire::Body::Membership, milliseconds(5000));
   CATCH_REQUIRE(membership.has_value());
   const auto* trainers = membership->body<wire::Membership>()->trainers();
-  CATCH_CHECK(std::vector<uint32_t>(trainers->begin(), trainers->end()) == std::vector<uint32_t>{stays.rank()});
+  CATCH_CHECK(std::vector<uint32_t>(trainers->begin(), trainers->end()) ==
+              std::vector<uint32_t>{stays.rank()});
 
   cluster.Stop();
   const RunSummary& s = cluster.summary();
