@@ -5,38 +5,16 @@ Fashion-MNIST test set, and checks the accuracy against the one hetps reported.
 usage: /usr/bin/python3 evaluate_export.py MODEL.safetensors SUMMARY.json DATA_DIR [TOLERANCE]
 Runs with Debian's python3-torch and the PyPI safetensors that scripts/install-deps.sh installs.
 """
-import gzip
 import json
+import os
 import sys
 
 import numpy as np
 import torch
 from safetensors.torch import load_file
 
-# The trainer's normalisation (trainer/data/fashion_mnist.h).
-PIXEL_MEAN, PIXEL_STD = 0.2860, 0.3530
-
-
-class FashionCNN(torch.nn.Module):
-    """hetps's built-in cnn (trainer/models/models.cc), with the same parameter names."""
-
-    def __init__(self):
-        super().__init__()
-        self.conv1 = torch.nn.Conv2d(1, 32, 5, padding=2)
-        self.conv2 = torch.nn.Conv2d(32, 64, 5, padding=2)
-        self.fc1 = torch.nn.Linear(64 * 7 * 7, 512)
-        self.fc2 = torch.nn.Linear(512, 10)
-
-    def forward(self, x):
-        x = torch.max_pool2d(torch.relu(self.conv1(x)), 2)
-        x = torch.max_pool2d(torch.relu(self.conv2(x)), 2)
-        x = torch.relu(self.fc1(x.flatten(1)))
-        return self.fc2(x)
-
-
-def read_idx(path, offset):
-    with gzip.open(path, "rb") as f:
-        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
+from hetps_models import PIXEL_MEAN, PIXEL_STD, FashionCNN, read_idx  # noqa: E402
 
 
 def main():
