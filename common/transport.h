@@ -50,6 +50,9 @@ struct SocketOptions {
 // assembles a multipart message whole before handing it over, so these bound what hetps keeps,
 // not what ZeroMQ buffered; ZeroMQ's own bound is max_message_bytes per frame.
 struct ReceiveLimits {
+  ReceiveLimits() = default;
+  ReceiveLimits(size_t frames, uint64_t bytes) : max_frames(frames), max_bytes(bytes) {}
+
   size_t max_frames = SIZE_MAX;     // frames after the routing id, envelope included
   uint64_t max_bytes = UINT64_MAX;  // bytes of those frames together
   // ROUTER: messages from the peer whose routing id is `privileged_id` (when not empty) may hold

@@ -114,6 +114,20 @@ std::vector<ServerState> CheckpointCut::States() const {
   return states;
 }
 
+std::string CheckpointCut::Missing() const {
+  std::string missing;
+  auto add = [&missing](const char* who, uint32_t rank) {
+    missing += (missing.empty() ? "" : ", ") + std::string(who) + " " + std::to_string(rank);
+  };
+  for (uint32_t rank = 0; rank < options_.servers; ++rank) {
+    if (states_.count(rank) == 0) add("server", rank);
+  }
+  for (uint32_t rank : options_.trainers) {
+    if (positions_.count(rank) == 0) add("trainer", rank);
+  }
+  return missing;
+}
+
 uint64_t CheckpointCut::Version() const {
   uint64_t version = 0;
   for (const auto& [rank, message] : states_) {

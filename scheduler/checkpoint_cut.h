@@ -54,6 +54,8 @@ class CheckpointCut {
 
   bool HasAllPositions() const { return positions_.size() == options_.trainers.size(); }
   bool HasAllStates() const { return states_.size() == options_.servers; }
+  // What has not come back yet, for a log line: "server 1, trainer 2", or "" when nothing.
+  std::string Missing() const;
 
   // Once everything is in: the data position at the cut (`epochs` is the job's, for a final cut),
   // and the servers' states, borrowing the messages' frames.

@@ -261,6 +261,7 @@ class Scheduler {
   uint64_t samples_at_checkpoint_ = 0;   // trained when the newest checkpoint was cut
   std::deque<uint64_t> samples_of_cut_;  // per checkpoint handed to the writer, in order
   bool final_cut_asked_ = false;
+  uint32_t final_cut_failures_ = 0;  // final checkpoints abandoned
   bool final_evaluated_ = false;
   std::string output_error_;           // the model could not be written
   std::optional<Manifest> resume_;     // --resume: the checkpoint continued from

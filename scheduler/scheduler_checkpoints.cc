@@ -19,13 +19,18 @@ namespace {
 constexpr double kCutLeadSeconds = 2.0;
 // A cut that has not come back by then is abandoned (a trainer or server too slow to reach it).
 constexpr auto kCutTimeout = std::chrono::seconds(60);
+// The final checkpoint is asked for again after it is abandoned; after this many attempts the job
+// ends as failed, saying why, rather than waiting for it forever.
+constexpr uint32_t kFinalCutAttempts = 3;
 
 }  // namespace
 
 void Scheduler::MaybeCheckpoint() {
   const auto now = Clock::now();
-  if (cut_ && !cut_->options().final && now - cut_->started() > kCutTimeout) {
-    AbandonCut("it did not complete within " + std::to_string(kCutTimeout.count()) + " s");
+  if (cut_ && now - cut_->started() > kCutTimeout) {
+    AbandonCut("it did not complete within " + std::to_string(kCutTimeout.count()) + " s (nothing yet from " +
+               cut_->Missing() + ")");
+    if (phase_ == Phase::kShuttingDown) return;
   }
   if (!writer_ || recovery_) return;
   if (phase_ == Phase::kFinishing && !final_cut_asked_) {
@@ -191,8 +196,13 @@ void Scheduler::AbandonCut(const std::string& why) {
   ++summary_.checkpoints.failed;
   const bool final = cut_->options().final;
   cut_.reset();
-  // The final checkpoint is asked for again (after a recovery, say).
-  if (final) final_cut_asked_ = false;
+  if (!final) return;
+  // The final checkpoint is asked for again (after a recovery, say), a few times.
+  if (++final_cut_failures_ >= kFinalCutAttempts) {
+    return BeginShutdown(true, "the final checkpoint failed " + std::to_string(final_cut_failures_) +
+                                   " times; the last time: " + why);
+  }
+  final_cut_asked_ = false;
 }
 
 void Scheduler::PollWriter() {
