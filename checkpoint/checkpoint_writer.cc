@@ -87,7 +87,8 @@ void CheckpointWriter::WriteModel(std::string path, std::vector<TensorInfo> tens
                                   std::vector<PartitionInfo> partitions, std::vector<ServerState> servers,
                                   std::map<std::string, std::string> metadata) {
   auto shared = std::make_shared<std::vector<ServerState>>(std::move(servers));
-  Post([this, path, tensors, partitions, shared, metadata] {
+  Post([this, path = std::move(path), tensors = std::move(tensors), partitions = std::move(partitions),
+        shared, metadata = std::move(metadata)] {
     const auto start = std::chrono::steady_clock::now();
     Outcome outcome;
     outcome.kind = Outcome::Kind::kModel;

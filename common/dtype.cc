@@ -9,11 +9,9 @@ size_t DTypeSize(wire::DType dtype) {
     case wire::DType::F32:
       return 4;
     case wire::DType::F16:
-      return 2;
     case wire::DType::BF16:
       return 2;
     case wire::DType::F64:
-      return 8;
     case wire::DType::I64:
       return 8;
     case wire::DType::I32:
@@ -73,13 +71,13 @@ void ForEach16(const void* in, size_t n, Convert convert) {
   for (size_t i = 0; i < n; ++i) convert(i, src[i]);
 }
 
-template <float (*ToFloat)(uint16_t)>
+template <float (*kToFloat)(uint16_t)>
 void ScaleInto16(const void* in, size_t n, float scale, bool assign, float* __restrict out) {
   const auto* __restrict src = static_cast<const uint16_t*>(in);
   if (assign) {
-    for (size_t i = 0; i < n; ++i) out[i] = scale * ToFloat(src[i]);
+    for (size_t i = 0; i < n; ++i) out[i] = scale * kToFloat(src[i]);
   } else {
-    for (size_t i = 0; i < n; ++i) out[i] += scale * ToFloat(src[i]);
+    for (size_t i = 0; i < n; ++i) out[i] += scale * kToFloat(src[i]);
   }
 }
 

@@ -8,7 +8,7 @@
 
 namespace hetps {
 
-CheckpointCut::CheckpointCut(Options options, std::vector<DataPosition::EpochChunks> completed)
+CheckpointCut::CheckpointCut(Options options, const std::vector<DataPosition::EpochChunks>& completed)
     : options_(std::move(options)) {
   options_.chunks_per_epoch = std::max<uint32_t>(options_.chunks_per_epoch, 1);
   for (const auto& e : completed) completed_[e.epoch].insert(e.chunks.begin(), e.chunks.end());

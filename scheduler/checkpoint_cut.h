@@ -38,7 +38,7 @@ class CheckpointCut {
   };
 
   // `completed`: the chunks complete when the cut is asked for.
-  CheckpointCut(Options options, std::vector<DataPosition::EpochChunks> completed);
+  CheckpointCut(Options options, const std::vector<DataPosition::EpochChunks>& completed);
 
   const Options& options() const { return options_; }
   Clock::time_point started() const { return started_; }

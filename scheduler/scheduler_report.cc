@@ -75,8 +75,8 @@ StalenessSummary Scheduler::Staleness(uint64_t* max_clock_gap) {
 
 void Scheduler::ShowProgress(bool force) {
   if (options_.progress_out == nullptr) return;
-  static const char* kPhaseNames[] = {"waiting for members", "starting", "training", "final evaluation",
-                                      "shutting down"};
+  static constexpr const char* kPhaseNames[] = {"waiting for members", "starting", "training",
+                                                "final evaluation", "shutting down"};
   JobView view;
   view.mode = ModeName(job_.mode);
   view.model = job_.model;
