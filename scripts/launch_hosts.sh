@@ -106,9 +106,6 @@ for ((e = 0; e < ${#e_host[@]}; e++)); do
 done
 echo "$tool: ${#server_entry[@]} servers, ${#trainer_entry[@]} trainers; logs in $run_dir"
 make_keys
-for ((i = 0; i < ${#server_entry[@]}; i++)); do ship_keys "${server_entry[i]}" "server-$i"; done
-for ((i = 0; i < ${#trainer_entry[@]}; i++)); do ship_keys "${trainer_entry[i]}" "trainer-$i"; done
-open_ssh_stdin
 
 on_exit() {
   local code=$?
@@ -128,6 +125,8 @@ interrupted() {
 }
 trap on_exit EXIT
 trap interrupted INT TERM
+ship_keys
+open_ssh_stdin
 
 endpoint_file="$run_dir/scheduler.endpoint"
 rm -f "$endpoint_file"

@@ -157,21 +157,30 @@ check_hosts() {
 # --secure: each remote host gets every public key and the secret keys of its own members only,
 # in a directory of its own (removed at the end); local members use the run directory's keys.
 remote_keys_dir() { echo "/tmp/hetps-keys-$(basename "$run_dir")-${e_host[$1]//[^A-Za-z0-9_.-]/_}"; }
-keys_shipped=()  # entries whose host got keys
-ship_keys() {  # E NAMES...: copies the keys of the members NAMES to entry E's host
-  local e=$1
-  shift
-  ((secure && !e_local[e])) || return 0
-  local dir files=() name
-  dir=$(remote_keys_dir "$e")
-  for name in "$@"; do files+=("$name.key" "$name.pub"); done
-  (cd "$keys" && ls *.pub) >/dev/null
-  # shellcheck disable=SC2207
-  files+=($(cd "$keys" && ls *.pub))
-  tar -C "$keys" -cf - "${files[@]}" |
-    "${ssh[@]}" "${e_host[e]}" "umask 077 && mkdir -p $(printf %q "$dir") && tar -C $(printf %q "$dir") -xf -" ||
-    { echo "$tool: could not copy the keys to ${e_host[e]}" >&2; exit 1; }
-  keys_shipped+=("$e")
+keys_shipped=()  # one entry per host that got keys
+# Copies the keys to every remote host at once: each gets every public key and the secret keys
+# of the members named in the arrays server_entry and trainer_entry that run there.
+ship_keys() {
+  ((secure)) || return 0
+  local e f i dir files shipped=" "
+  for ((e = 0; e < ${#e_host[@]}; e++)); do
+    ((!e_local[e])) || continue
+    [[ $shipped == *" ${e_host[e]} "* ]] && continue
+    shipped+="${e_host[e]} "
+    # shellcheck disable=SC2207
+    files=($(cd "$keys" && ls ./*.pub))
+    for ((i = 0; i < ${#server_entry[@]}; i++)); do
+      [[ ${e_host[server_entry[i]]} == "${e_host[e]}" ]] && files+=("server-$i.key")
+    done
+    for ((i = 0; i < ${#trainer_entry[@]}; i++)); do
+      [[ ${e_host[trainer_entry[i]]} == "${e_host[e]}" ]] && files+=("trainer-$i.key")
+    done
+    dir=$(remote_keys_dir "$e")
+    tar -C "$keys" -cf - "${files[@]}" |
+      "${ssh[@]}" "${e_host[e]}" "umask 077 && mkdir -p $(printf %q "$dir") && tar -C $(printf %q "$dir") -xf -" ||
+      { echo "$tool: could not copy the keys to ${e_host[e]}" >&2; exit 1; }
+    keys_shipped+=("$e")
+  done
 }
 remove_shipped_keys() {
   local e

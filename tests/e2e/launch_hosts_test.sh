@@ -95,7 +95,7 @@ wait_tool() {  # sets code: the tool's exit status
 }
 wait_training() {  # NAME: waits until the job of run NAME trains
   for _ in $(seq 600); do
-    grep -qE 'epoch|samples/s' "$work/$1.out" 2>/dev/null && [[ -s $work/$1/scheduler.endpoint ]] && return 0
+    grep -q '| training' "$work/$1.out" 2>/dev/null && [[ -s $work/$1/scheduler.endpoint ]] && return 0
     sleep 0.1
   done
   fail "$1: the job did not start training"
@@ -120,17 +120,21 @@ grep -q "$work/bad.txt:2: slots 'two' is not a positive number" "$work/bad.out" 
   fail "a bad hostfile: the error does not name the line: $(cat "$work/bad.out")"
 echo "ok: a bad hostfile: $(cat "$work/bad.out")"
 
-# The job: two servers and two trainers, three of the four over ssh.
+# The job: two servers and two trainers, three of the four over ssh, with CURVE (the keys are
+# made here and sent to the hosts).
 accepted_before=$(grep -c 'Accepted publickey' "$work/sshd.log" || true)
 run_tool job --hostfile "$work/hosts.txt" --mode sync --epochs 1 --max-train-samples 12000 \
-  --lr 0.02 --momentum 0.9 --summary "$work/job.json" --no-checkpoints
+  --lr 0.02 --momentum 0.9 --summary "$work/job.json" --no-checkpoints --secure
 wait_tool
 [[ $code == 0 ]] || fail "the job: exit $code"
 /usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/job.json" sync 2 2 0.70 12000 ||
   fail "the job's summary fell short"
 accepted=$(($(grep -c 'Accepted publickey' "$work/sshd.log") - accepted_before))
-# Two checks of the hosts before the start, and one session per member on them.
-((accepted == 5)) || fail "the job: $accepted ssh sessions, expected 5"
+# Two checks of the hosts before the start, the keys sent to each host, one session per member
+# on them, and the keys removed from each host.
+((accepted == 9)) || fail "the job: $accepted ssh sessions, expected 9"
+grep -q "CURVE on" "$work/job.out" || fail "the job: CURVE is not on"
+ls -d /tmp/hetps-keys-job-* 2>/dev/null && fail "the job: keys are left on the hosts"
 grep -q "scheduler at tcp://127.0.0.1:" "$work/job.out" || fail "the job: no scheduler address printed"
 grep -q "done; logs in $work/job" "$work/job.out" || fail "the job: no closing line"
 for log in server-0 server-1 trainer-0 trainer-1 scheduler; do
@@ -144,7 +148,7 @@ run_tool killed --hostfile "$work/hosts.txt" --mode sync --epochs 50 --max-train
   --no-checkpoints --max-restarts 0
 wait_training killed
 endpoint=$(cat "$work/killed/scheduler.endpoint")
-victim=$(pgrep -f -- "hetps-trainer --scheduler tcp://127.0.0.1:${endpoint##*:}" | head -n 1)
+victim=$(pgrep -f -- "^$build/bin/hetps-trainer --scheduler tcp://127.0.0.1:${endpoint##*:}" | head -n 1 || true)
 [[ -n $victim ]] || fail "killed: no trainer process found"
 ps -o args= -p "$(ps -o ppid= -p "$victim")" | grep -q 'kill -TERM' ||
   fail "killed: the trainer was not started by a shell of sshd: $(ps -o args= -p "$(ps -o ppid= -p "$victim")")"
