@@ -2,9 +2,10 @@
 # scripts/launch_hosts.sh end to end over real ssh: the test starts its own sshd on 127.0.0.1 (a
 # free port, a throw-away host key and user key in a temporary directory) and two ssh host names
 # for it, and launches from a hostfile with a server and two trainers on those "hosts" and a
-# server on localhost. The job trains to completion; a trainer killed on its host makes the
-# launcher name it and stop everything; SIGINT stops everything, here and on the hosts; a bad
-# hostfile is refused naming the file and line.
+# server on localhost. The job trains to completion, with CURVE; a trainer killed on its host makes the
+# launcher name it and stop everything; SIGINT stops everything, here and on the hosts; the
+# launcher killed with SIGKILL still stops the members on the hosts; a bad hostfile is refused
+# naming the file and line.
 #   launch_hosts_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -171,3 +172,32 @@ wait_tool
 ((SECONDS - started <= 20)) || fail "interrupted: $((SECONDS - started)) s to stop after SIGINT"
 echo "ok: SIGINT stopped the job in $((SECONDS - started)) s"
 nothing_left interrupted
+
+# The launcher killed with SIGKILL: no trap runs, yet the members on the hosts stop, since their
+# ssh clients' input (a FIFO only the launcher held open) ends. What ran here without ssh (the
+# scheduler, the localhost server) is this test's to stop, as after a killed launch_local.sh.
+run_tool orphaned --hostfile "$work/hosts.txt" --mode async --epochs 50 --max-train-samples 6000 \
+  --no-checkpoints
+wait_training orphaned
+endpoint=$(cat "$work/orphaned/scheduler.endpoint")
+remote="^$build/bin/hetps-(server|trainer) --scheduler tcp://127.0.0.1:${endpoint##*:}"
+(($(pgrep -fc -- "$remote") == 4)) || fail "orphaned: $(pgrep -fc -- "$remote") members running, expected 4"
+on_hosts() {  # the members still running under the sshd's wrapper shells
+  local pid
+  for pid in $(pgrep -f -- "$remote"); do
+    ps -o args= -p "$(ps -o ppid= -p "$pid")" | grep -q 'kill -TERM' && echo "$pid"
+  done
+  return 0
+}
+members=$(on_hosts | wc -l)
+((members == 3)) || fail "orphaned: $members members under the sshd before the kill, expected 3"
+kill -s KILL "$tool_pid"
+wait_tool
+for _ in $(seq 100); do
+  [[ -z $(on_hosts) ]] && break
+  sleep 0.1
+done
+[[ -z $(on_hosts) ]] || fail "orphaned: members on the hosts still run after the launcher was killed: $(on_hosts)"
+echo "ok: the launcher killed with SIGKILL: the members on the hosts stopped"
+pkill -TERM -f -- "127.0.0.1:${endpoint##*:}" || true
+nothing_left orphaned
