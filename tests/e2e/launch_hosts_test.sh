@@ -96,7 +96,7 @@ wait_tool() {  # sets code: the tool's exit status
 }
 wait_training() {  # NAME: waits until the job of run NAME trains
   for _ in $(seq 600); do
-    grep -q '| training' "$work/$1.out" 2>/dev/null && [[ -s $work/$1/scheduler.endpoint ]] && return 0
+    grep -q 'training starts' "$work/$1/scheduler.log" 2>/dev/null && [[ -s $work/$1/scheduler.endpoint ]] && return 0
     sleep 0.1
   done
   fail "$1: the job did not start training"
@@ -149,10 +149,11 @@ run_tool killed --hostfile "$work/hosts.txt" --mode sync --epochs 50 --max-train
   --no-checkpoints --max-restarts 0
 wait_training killed
 endpoint=$(cat "$work/killed/scheduler.endpoint")
+parent_args() { ps -o args= -p "$(ps -o ppid= -p "$1" | tr -d ' ')" 2>/dev/null || true; }
 victim=$(pgrep -f -- "^$build/bin/hetps-trainer --scheduler tcp://127.0.0.1:${endpoint##*:}" | head -n 1 || true)
 [[ -n $victim ]] || fail "killed: no trainer process found"
-ps -o args= -p "$(ps -o ppid= -p "$victim")" | grep -q 'kill -TERM' ||
-  fail "killed: the trainer was not started by a shell of sshd: $(ps -o args= -p "$(ps -o ppid= -p "$victim")")"
+parent_args "$victim" | grep -q 'kill -TERM' ||
+  fail "killed: trainer $victim was not started by a shell of sshd: $(ps -o pid,ppid,args -p "$victim")"
 kill -s KILL "$victim"
 wait_tool
 [[ $code == 1 ]] || fail "killed: exit $code, expected 1"
