@@ -21,6 +21,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 fail() {
   echo "FAILED: $*"
   for log in "$work"/*/*.log "$work"/*.out "$work/sshd.log"; do [[ -f $log ]] && { echo "== $log"; tail -n 15 "$log"; }; done

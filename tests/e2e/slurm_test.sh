@@ -38,6 +38,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 fail() {
   echo "FAILED: $*"
   for log in "$work"/*.log "$work"/*.out "$work"/run*/*.log; do [[ -f $log ]] && { echo "== $log"; tail -n 15 "$log"; }; done
