@@ -176,20 +176,33 @@ def check_runtime_libraries(build_dir, dockerfile_text):
         if package not in closure:
             closure.add(package)
             todo.extend(dpkg_depends(package))
+    libraries = {}  # (path as loaded, its real path) -> the programs that load it
     for program in ("hetps-scheduler", "hetps-server", "hetps-trainer"):
         ldd = subprocess.run(["ldd", os.path.join(build_dir, "bin", program)], capture_output=True, text=True).stdout
-        missing = []
         for path in re.findall(r"=> (/\S+)", ldd):
-            owner = subprocess.run(["dpkg", "-S", os.path.realpath(path)], capture_output=True, text=True)
-            if owner.returncode != 0:
-                owner = subprocess.run(["dpkg", "-S", path], capture_output=True, text=True)
-            if not expect(owner.returncode == 0, f"{program} loads {path}, which no Debian package owns"):
-                continue
-            package = owner.stdout.split(":")[0]
-            if package not in closure:
-                missing.append(f"{os.path.basename(path)} ({package})")
-        expect(not missing, f"{program} loads {len(missing)} libraries from packages the runtime stage lacks: "
-                            f"{', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}")
+            libraries.setdefault((path, os.path.realpath(path)), []).append(program)
+
+    def names(path):  # dpkg may list a file under /lib or /usr/lib (Debian's merged /usr)
+        return {path, re.sub(r"^/usr/lib/", "/lib/", path), re.sub(r"^/lib/", "/usr/lib/", path)}
+
+    candidates = sorted(set().union(*(names(p) | names(r) for p, r in libraries)))
+    # One dpkg -S for all: a call each takes minutes for LibTorch's couple of hundred libraries.
+    listing = subprocess.run(["dpkg", "-S", *candidates], capture_output=True, text=True).stdout
+    owners = {}
+    for line in listing.splitlines():
+        package, _, path = line.partition(": ")
+        owners[path] = package.split(":")[0].split(",")[0]
+    missing = {}
+    for (path, real), programs in libraries.items():
+        package = next((owners[n] for n in sorted(names(path) | names(real)) if n in owners), None)
+        if not expect(package is not None, f"{', '.join(programs)} load {path}, which no Debian package owns"):
+            continue
+        if package not in closure:
+            for program in programs:
+                missing.setdefault(program, []).append(f"{os.path.basename(path)} ({package})")
+    for program, lacking in sorted(missing.items()):
+        expect(False, f"{program} loads {len(lacking)} libraries from packages the runtime stage lacks: "
+                      f"{', '.join(lacking[:8])}{' ...' if len(lacking) > 8 else ''}")
 
 
 def main():
