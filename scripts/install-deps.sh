@@ -4,7 +4,8 @@
 # Debian 12: the packages below from Debian (compilers, CMake, ZeroMQ, FlatBuffers, Boost, Catch2,
 # yaml-cpp, the Fashion-MNIST data, LibTorch 1.13; clang with libFuzzer and the sanitizers'
 # runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh; iproute2 and
-# python3-yaml for scripts/sim_cluster.sh) and OpenBLAS's OpenMP build as the system BLAS
+# python3-yaml for scripts/sim_cluster.sh; openssh-server and slurm-wlm for the tests of
+# scripts/launch_hosts.sh and deploy/slurm, which start their own sshd and Slurm) and OpenBLAS's OpenMP build as the system BLAS
 # (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
@@ -91,6 +92,8 @@ packages=(
   python3-numpy
   python3-yaml
   iproute2
+  openssh-server
+  slurm-wlm
 )
 
 sudo_cmd=()
@@ -144,6 +147,14 @@ if ! /usr/bin/python3 -c 'import safetensors' 2>/dev/null; then
   echo "install-deps: installing safetensors from PyPI for /usr/bin/python3"
   "${sudo_cmd[@]}" /usr/bin/python3 -m pip install --quiet --root-user-action=ignore \
     --break-system-packages 'safetensors>=0.4,<1'
+fi
+
+# The Kubernetes manifests' test validates them against the API schemas that PyPI's
+# kubernetes-validate bundles (no cluster, no network), with Debian's python3 as above.
+if ! /usr/bin/python3 -c 'import kubernetes_validate' 2>/dev/null; then
+  echo "install-deps: installing kubernetes-validate from PyPI for /usr/bin/python3"
+  "${sudo_cmd[@]}" /usr/bin/python3 -m pip install --quiet --root-user-action=ignore \
+    --break-system-packages 'kubernetes-validate>=1.28,<2'
 fi
 
 if [[ $torch == pip ]]; then
