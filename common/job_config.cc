@@ -213,6 +213,79 @@ Status ReadSecurity(const YAML::Node& node, const std::string& source, SecurityO
   return Status::Ok();
 }
 
+// Shapes are lists of positive sizes; a split is a path or a map {x: PATH, y: PATH}.
+Status ReadShape(const YAML::Node& node, const std::string& where, std::vector<int64_t>* out) {
+  if (!node.IsSequence())
+    return Status::InvalidArgument(where + ": expected a list of sizes, e.g. [1, 28, 28]");
+  out->clear();
+  for (const YAML::Node& dim : node) {
+    int64_t size = 0;
+    HETPS_RETURN_IF_ERROR(ReadInteger(dim, where, int64_t{1}, int64_t{1} << 31, &size));
+    out->push_back(size);
+  }
+  return Status::Ok();
+}
+
+Status ReadDataFiles(const YAML::Node& node, const std::string& source, const std::string& where,
+                     const std::string& prefix, DataFiles* out) {
+  if (node.IsScalar()) {
+    *out = DataFiles{node.Scalar(), ""};
+    return Status::Ok();
+  }
+  if (!node.IsMap()) return Status::InvalidArgument(where + ": expected a path or a map {x: PATH, y: PATH}");
+  const std::vector<Field> fields = {
+      {"x", [out](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &out->x); }},
+      {"y", [out](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &out->y); }},
+  };
+  return ReadMap(node, source, prefix, fields);
+}
+
+Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* out) {
+  DataOptions o = *out;
+  const std::vector<Field> fields = {
+      {"format",
+       [&](const YAML::Node& n, const std::string& w) {
+         // Empty: the built-in data set (what JobOptionsToYaml writes for it).
+         if (n.IsScalar() && n.Scalar().empty()) {
+           o.format.clear();
+           return Status::Ok();
+         }
+         return ReadChoice(n, w, DataFormats(), &o.format);
+       }},
+      {"train", [&](const YAML::Node& n,
+                    const std::string& w) { return ReadDataFiles(n, source, w, "data.train.", &o.train); }},
+      {"test", [&](const YAML::Node& n,
+                   const std::string& w) { return ReadDataFiles(n, source, w, "data.test.", &o.test); }},
+      {"header", [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o.header); }},
+      {"label_column",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, int32_t{-(1 << 24)}, int32_t{1 << 24}, &o.label_column);
+       }},
+      {"targets",
+       [&](const YAML::Node& n, const std::string& w) {
+         std::string kind;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"class", "float"}, &kind));
+         o.float_targets = kind == "float";
+         return Status::Ok();
+       }},
+      {"classes",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{0}, uint32_t{1} << 24, &o.classes);
+       }},
+      {"sample_shape",
+       [&](const YAML::Node& n, const std::string& w) { return ReadShape(n, w, &o.sample_shape); }},
+      {"divide_by",
+       [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.divide_by); }},
+      {"mean", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.mean); }},
+      {"std", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.std); }},
+      {"serve", [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o.serve); }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "data.", fields));
+  HETPS_RETURN_IF_ERROR(ValidateDataOptions(o).WithContext(Where(source, node, "data")));
+  *out = o;
+  return Status::Ok();
+}
+
 std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   auto u32 = [](uint32_t* field, uint32_t min, uint32_t max) {
     return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
@@ -227,6 +300,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
        }},
       {"dataset", [o](const YAML::Node& n,
                       const std::string& w) { return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset); }},
+      {"data",
+       [o, source](const YAML::Node& n, const std::string&) { return ReadData(n, source, &o->data); }},
       {"mode",
        [o](const YAML::Node& n, const std::string& w) {
          std::string name;
@@ -412,6 +487,7 @@ Status ValidateJobOptions(const JobOptions& o) {
   if (DatasetTrainSamples(o.dataset) == 0) {
     return Status::InvalidArgument("dataset: '" + o.dataset + "' is unknown; allowed: fashion-mnist");
   }
+  HETPS_RETURN_IF_ERROR(ValidateDataOptions(o.data));
   if (o.model != "mlp" && o.model != "cnn") {
     return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
   }
@@ -435,6 +511,28 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::BeginMap;
   out << YAML::Key << "model" << YAML::Value << o.model;
   out << YAML::Key << "dataset" << YAML::Value << o.dataset;
+  {
+    const DataOptions& d = o.data;
+    auto files = [&out](const char* key, const DataFiles& f) {
+      out << YAML::Key << key << YAML::Value << YAML::BeginMap << YAML::Key << "x" << YAML::Value << f.x;
+      if (!f.y.empty()) out << YAML::Key << "y" << YAML::Value << f.y;
+      out << YAML::EndMap;
+    };
+    out << YAML::Key << "data" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "format" << YAML::Value << d.format;
+    files("train", d.train);
+    files("test", d.test);
+    out << YAML::Key << "header" << YAML::Value << d.header;
+    out << YAML::Key << "label_column" << YAML::Value << d.label_column;
+    out << YAML::Key << "targets" << YAML::Value << (d.float_targets ? "float" : "class");
+    out << YAML::Key << "classes" << YAML::Value << d.classes;
+    out << YAML::Key << "sample_shape" << YAML::Value << YAML::Flow << d.sample_shape;
+    out << YAML::Key << "divide_by" << YAML::Value << d.divide_by;
+    out << YAML::Key << "mean" << YAML::Value << d.mean;
+    out << YAML::Key << "std" << YAML::Value << d.std;
+    out << YAML::Key << "serve" << YAML::Value << d.serve;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);
   out << YAML::Key << "staleness" << YAML::Value << o.staleness;
   out << YAML::Key << "staleness_aware_lr" << YAML::Value << o.staleness_aware_lr;

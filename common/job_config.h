@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "common/data_options.h"
 #include "common/optimizer_options.h"
 #include "common/status.h"
 #include "messages_generated.h"
@@ -50,7 +51,8 @@ struct SecurityOptions {
 
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn
-  std::string dataset = "fashion-mnist";  // the only data set for now
+  std::string dataset = "fashion-mnist";  // the built-in data set, used when data.format is empty
+  DataOptions data;                       // the job's own data files (docs/job_config.md, "Data")
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t staleness = 3;            // ssp: a trainer runs at most this many clocks
                                      // ahead of the slowest live one (0..10000)

@@ -14,6 +14,8 @@
 
 namespace {
 
+const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
 // Set by SIGINT/SIGTERM: the scheduler then shuts the job down cleanly and writes its summary.
 std::atomic<bool> g_stop{false};
 void RequestStop(int) {
@@ -153,6 +155,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000000));
   app.add_option("--model-out", o.model_out,
                  "Write the trained model here at the end, as safetensors (model_out)");
+  std::string data_dir;
+  app.add_option("--data-dir", data_dir,
+                 "Relative paths of the job's data section are read under this directory (default: the "
+                 "current one); the scheduler reads the training split to count its samples");
+  int corrupt_served_replies = 0;
+  app.add_option("--inject-corrupt-data", corrupt_served_replies,
+                 "Testing: change a byte in the first N replies of served data after their checksum")
+      ->group("");
   std::string resume;
   app.add_option("--resume", resume,
                  "Continue the job of a checkpoint: a checkpoint's directory, or a directory of "
@@ -203,6 +213,21 @@ int main(int argc, char** argv) {
   options.endpoint_file = endpoint_file;
   options.stop = &g_stop;
   options.resume = resume;
+  if (!job.data.format.empty() || job.data.serve) {
+    // The built-in data set, served: its files under --data-dir (default: where Debian puts them).
+    const hetps::DataOptions data =
+        job.data.format.empty() ? hetps::FashionMnistOptions(data_dir.empty() ? kFashionMnistDir : data_dir)
+                                : job.data;
+    auto train = hetps::LoadDataset(data, hetps::DatasetSplit::kTrain, data_dir);
+    if (!train.ok()) return hetps::FatalError("hetps-scheduler", train.status().WithContext("data.train"));
+    options.train_data = std::make_shared<const hetps::HostDataset>(std::move(*train));
+    if (job.data.serve) {
+      auto test = hetps::LoadDataset(data, hetps::DatasetSplit::kTest, data_dir, options.train_data->classes);
+      if (!test.ok()) return hetps::FatalError("hetps-scheduler", test.status().WithContext("data.test"));
+      options.test_data = std::make_shared<const hetps::HostDataset>(std::move(*test));
+    }
+  }
+  options.corrupt_served_replies = corrupt_served_replies;
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   zmq::context_t context(1);

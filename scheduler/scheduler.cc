@@ -17,8 +17,10 @@ constexpr auto kGoodbyeWait = std::chrono::seconds(5);
 constexpr int kControlReceiveHwm = 64;
 const ReceiveLimits kControlLimits{1, kDefaultMaxEnvelopeBytes};
 
-uint64_t TrainSamples(const JobOptions& job) {
-  const uint64_t all = DatasetTrainSamples(job.dataset);
+uint64_t TrainSamples(const SchedulerOptions& options) {
+  const JobOptions& job = options.job;
+  const uint64_t all = options.train_data ? static_cast<uint64_t>(options.train_data->samples)
+                                          : DatasetTrainSamples(job.dataset);
   return job.max_train_samples > 0 ? std::min(all, job.max_train_samples) : all;
 }
 
@@ -29,7 +31,7 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       options_(std::move(options)),
       job_(options_.job),
       members_(job_.servers, MaxTrainers(job_)),
-      chunks_(TrainSamples(job_), job_.chunk_samples, job_.epochs),
+      chunks_(TrainSamples(options_), job_.chunk_samples, job_.epochs),
       display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)),
       bounds_(BoundsOf(job_, chunks_.samples())),
       fs_(options_.fs != nullptr ? *options_.fs : PosixFileSystem()),
@@ -196,6 +198,8 @@ void Scheduler::Handle(Message message) {
       return HandleChunkRequest(*member, message);
     case wire::Body::DataPosition:
       return HandleDataPosition(*member, message);
+    case wire::Body::DataRequest:
+      return HandleDataRequest(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;

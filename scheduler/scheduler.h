@@ -44,6 +44,7 @@
 #include "scheduler/run_summary.h"
 #include "scheduler/server_links.h"
 #include "security/zap_handler.h"
+#include "trainer/data/dataset.h"
 
 namespace hetps {
 
@@ -57,6 +58,14 @@ struct SchedulerOptions {
   // (its newest committed one). `job` must be the checkpoint's job (its model and shard map).
   std::string resume;
   FileSystem* fs = nullptr;  // checkpoints and the model are written through it; nullptr: the real one
+  // The training split of the job's data section, read by the scheduler: its size sets the
+  // samples per epoch. Required when job.data.format is set; null for the built-in data set.
+  std::shared_ptr<const HostDataset> train_data;
+  // The test split, read when the data is served (data.serve), which needs both.
+  std::shared_ptr<const HostDataset> test_data;
+  // Fault injection for tests: the first N served replies have a byte changed after their
+  // checksum was computed, as a bad link would change it.
+  int corrupt_served_replies = 0;
 };
 
 class Scheduler {
@@ -86,6 +95,10 @@ class Scheduler {
   void HandleJoin(const Message& message);
   void HandleRegisterModel(Member& member, const Message& message);
   void HandleChunkRequest(Member& member, const Message& message);
+  // Served data (scheduler_data.cc): the samples' bytes for a trainer without the files.
+  void HandleDataRequest(Member& member, const Message& message);
+  // The served data's layout, for TrainerJob; needs train_data and test_data.
+  flatbuffers::Offset<wire::DataLayout> ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const;
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -242,6 +255,8 @@ class Scheduler {
   bool failed_ = false;
   std::string failure_;
   RefusalCounter refusals_;
+  uint64_t served_requests_ = 0;                    // data requests answered (data.serve)
+  uint64_t served_bytes_ = 0;                       // feature and target bytes sent in them
   std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
   std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;

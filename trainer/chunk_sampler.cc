@@ -39,6 +39,11 @@ Result<bool> ChunkSampler::Request(uint32_t epoch, uint64_t clock) {
                             " with positions outside the epoch");
   }
   held_.push_back({grant->epoch(), grant->chunk(), grant->begin(), grant->end()});
+  if (on_grant_) {
+    const std::vector<int64_t>& order = Permutation(grant->epoch());
+    HETPS_RETURN_IF_ERROR(
+        on_grant_(grant->epoch(), order.data() + grant->begin(), grant->end() - grant->begin()));
+  }
   return true;
 }
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <vector>
 
@@ -47,6 +48,12 @@ class ChunkSampler {
   // position, which it hands out again.
   void Reset();
 
+  // Called with the sample indices of each chunk as it is granted (served data fetches them
+  // then); its error is Next()'s.
+  void set_on_grant(std::function<Status(uint32_t epoch, const int64_t* indices, size_t count)> on_grant) {
+    on_grant_ = std::move(on_grant);
+  }
+
   uint64_t samples_handed_out() const { return handed_out_; }
   // Whether chunks with untrained samples are held.
   bool holds_chunks() const { return !held_.empty(); }
@@ -74,6 +81,7 @@ class ChunkSampler {
   std::vector<uint32_t> drained_;   // handed out entirely by the previous call
   std::map<uint32_t, std::vector<int64_t>> permutations_;
   uint64_t handed_out_ = 0;
+  std::function<Status(uint32_t, const int64_t*, size_t)> on_grant_;
 };
 
 }  // namespace hetps

@@ -22,6 +22,9 @@ Result<JobInfo> ReadJob(const Message& accepted) {
     return Status::Protocol("the scheduler admitted this trainer without a data token");
   }
   info.data_token = token->str();
+  if (job->data() != nullptr) {
+    HETPS_ASSIGN_OR_RETURN(info.data, DataOptionsFromWire(*job->data()));
+  }
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
   }

@@ -23,6 +23,7 @@ struct JobInfo {
   std::chrono::milliseconds progress_interval{1000};
   std::chrono::milliseconds request_timeout{120000};
   std::string data_token;  // the routing id of its sockets to the servers (JoinAccepted)
+  DataOptions data;        // the job's data files; format empty: the built-in data set
 };
 
 // The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or

@@ -42,7 +42,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", options.device,
                  "Device: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
       ->default_val(options.device);
-  app.add_option("--data-dir", options.data_dir, "Directory with the Fashion-MNIST .gz files")
+  app.add_option("--data-dir", options.data_dir,
+                 "Directory with the Fashion-MNIST .gz files; relative paths of the job's data section are "
+                 "read under it")
       ->default_val(options.data_dir);
   app.add_option("--threads", threads,
                  "Compute threads for LibTorch on the CPU (default 1: processes sharing a machine "
@@ -54,6 +56,9 @@ int main(int argc, char** argv) {
                  "reproduce a slower machine (K >= 1)")
       ->default_val(options.slowdown)
       ->check(CLI::Range(1.0, 1000.0));
+  app.add_flag("--data-from-scheduler", options.data_from_scheduler,
+               "Take the training and test data from the scheduler (the job must say serve: true in its data "
+               "section), even when the files are here; received samples are kept for the next epoch");
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "Push the gradients after backward instead of each as soon as backward has produced it");

@@ -22,6 +22,7 @@
 #include "common/status.h"
 #include "trainer/chunk_sampler.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/data_fetcher.h"
 #include "trainer/data_position_reporter.h"
 #include "trainer/device/copy_stream.h"
 #include "trainer/device/gradient_staging.h"
@@ -50,6 +51,9 @@ class Trainer::Session {
   Status Setup();
   Status JoinScheduler();
   Status LoadData();
+  // Whether this trainer takes its data from the scheduler: asked to, or the job serves it and
+  // the training file is not here.
+  bool UsesServedData() const;
   Status BuildModelOnDevice();
   Status ConnectToServers();
   Status TrainEpochs();
@@ -86,6 +90,7 @@ class Trainer::Session {
   JobInfo job_;
   Dataset train_;
   Dataset test_;
+  std::unique_ptr<DataFetcher> fetcher_;  // served data (data.serve); null with local files
   std::shared_ptr<Model> model_;
   std::unique_ptr<ModelBuffers> buffers_;
   std::unique_ptr<ShardMap> map_;

@@ -3,6 +3,8 @@
 // pull of the weights.
 #include <torch/torch.h>
 
+#include <filesystem>
+
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/transport.h"
@@ -63,6 +65,13 @@ Status Trainer::Session::Setup() {
                                            eval_options);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
+  if (fetcher_) {
+    // A granted chunk's samples arrive at once, in a few large replies, not step by step.
+    DataFetcher* fetcher = fetcher_.get();
+    sampler_->set_on_grant([fetcher](uint32_t epoch, const int64_t* indices, size_t count) {
+      return fetcher->EnsureChunk(epoch, indices, count);
+    });
+  }
   position_ =
       std::make_unique<DataPositionReporter>(control_.get(), &sender_, job_.mode == ConsistencyMode::kSync);
 
@@ -97,18 +106,51 @@ Status Trainer::Session::JoinScheduler() {
   auto job = ReadJob(*accepted);
   if (!job.ok()) return job.status();
   job_ = *job;
+  const wire::TrainerJob* wire_job = accepted->body<wire::JoinAccepted>()->job();
+  if (wire_job->served() != nullptr && UsesServedData()) {
+    HETPS_ASSIGN_OR_RETURN(
+        fetcher_, DataFetcher::Create(*wire_job->served(), control_.get(), &sender_, job_.request_timeout));
+  } else if (options_.data_from_scheduler) {
+    return Status::FailedPrecondition(
+        "--data-from-scheduler: the job does not serve its data (it needs serve: true in its data section)");
+  }
   HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device << "; model "
                   << job_.model << ", " << ModeName(job_.mode) << ", batch " << job_.batch_size;
   return Status::Ok();
 }
 
+bool Trainer::Session::UsesServedData() const {
+  if (options_.data_from_scheduler) return true;
+  const DataOptions local = job_.data.format.empty() ? FashionMnistOptions(options_.data_dir) : job_.data;
+  std::filesystem::path train(local.train.x);
+  if (!train.is_absolute()) train = std::filesystem::path(options_.data_dir) / train;
+  std::error_code ec;
+  return !std::filesystem::exists(train, ec);
+}
+
 Status Trainer::Session::LoadData() {
-  auto train = LoadFashionMnist(options_.data_dir, DatasetSplit::kTrain);
-  if (!train.ok()) return train.status();
-  train_ = std::move(*train);
-  auto test = LoadFashionMnist(options_.data_dir, DatasetSplit::kTest);
-  if (!test.ok()) return test.status();
-  test_ = std::move(*test);
+  if (fetcher_) {
+    // The test split now (evaluations need all of it); training samples as chunks are granted.
+    const auto start = std::chrono::steady_clock::now();
+    HETPS_RETURN_IF_ERROR(fetcher_->EnsureAll(DatasetSplit::kTest));
+    train_ = ToTensors(fetcher_->train());
+    test_ = ToTensors(fetcher_->test());
+    HETPS_LOG(INFO) << "takes its data from the scheduler: " << train_.size()
+                    << " training samples as chunks are "
+                    << "granted; the " << test_.size() << " test samples arrived in "
+                    << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                    << " s";
+  } else if (job_.data.format.empty()) {
+    HETPS_ASSIGN_OR_RETURN(train_, LoadFashionMnist(options_.data_dir, DatasetSplit::kTrain));
+    HETPS_ASSIGN_OR_RETURN(test_, LoadFashionMnist(options_.data_dir, DatasetSplit::kTest));
+  } else {
+    // The test split's labels are checked against the training split's classes.
+    HETPS_ASSIGN_OR_RETURN(train_, LoadTensorDataset(job_.data, DatasetSplit::kTrain, options_.data_dir));
+    HETPS_ASSIGN_OR_RETURN(
+        test_, LoadTensorDataset(job_.data, DatasetSplit::kTest, options_.data_dir, train_.classes));
+    HETPS_LOG(INFO) << "read " << train_.size() << " training and " << test_.size() << " test samples from "
+                    << train_.host->source << " and " << test_.host->source;
+  }
   if (static_cast<uint64_t>(train_.size()) < job_.train_samples) {
     return Status::FailedPrecondition("the job trains on " + std::to_string(job_.train_samples) +
                                       " samples but " + options_.data_dir + " holds " +

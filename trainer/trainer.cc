@@ -141,10 +141,23 @@ Status Trainer::Session::TrainEpochs() {
   HETPS_RETURN_IF_ERROR(control_->Send(sender_.Seal(fbb, wire::Body::Done, body.Union())));
   HETPS_LOG(INFO) << "trained " << job_.epochs << " epochs: " << clock_ << " steps, " << samples_
                   << " samples; step time: " << step_->timings().ToString();
+  if (fetcher_) {
+    for (uint32_t epoch = 0; epoch < job_.epochs; ++epoch) {
+      const DataFetcher::EpochCounts counts = fetcher_->counts_in_epoch(epoch);
+      HETPS_LOG(INFO) << "served data in epoch " << epoch << ": " << counts.requests << " requests, "
+                      << counts.bytes << " bytes; " << counts.fetched_samples << " samples fetched, "
+                      << counts.held_samples << " held already";
+    }
+    HETPS_LOG(INFO) << "served data in all: " << fetcher_->requests() << " requests, "
+                    << fetcher_->bytes_received() << " bytes, " << fetcher_->checksum_failures()
+                    << " replies that failed their checksum";
+  }
   return Status::Ok();
 }
 
 Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* round_samples) {
+  // Chunks arrive when granted; this catches positions restored from a checkpoint.
+  if (fetcher_) HETPS_RETURN_IF_ERROR(fetcher_->Ensure(DatasetSplit::kTrain, indices.data(), indices.size()));
   auto outcome = step_->Run(clock_, indices);
   if (!outcome.ok()) return outcome.status();
   if (!indices.empty()) idle_ = false;

@@ -30,7 +30,10 @@ struct TrainerOptions {
   std::string scheduler = "tcp://127.0.0.1:7400";              // the scheduler's control endpoint
   std::string device = "auto";                                 // auto | cpu | cuda[:N] | mps
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // where the data set's files are
-  std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
+  bool data_from_scheduler = false;  // take the data from the scheduler (the job must serve it),
+                                     // even when the files are here; without it, served data is
+                                     // used only when the training file is missing
+  std::chrono::milliseconds connect_timeout{60000};  // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
   bool overlap = true;  // push each tensor's gradient as soon as backward has produced it

@@ -83,6 +83,10 @@ void RequireDefaults(const JobOptions& o) {
 const char* const kEveryKey = R"(# every key
 model: mlp
 dataset: fashion-mnist
+data:
+  format: npy
+  train: {x: x.npy, y: y.npy}
+  test: test.npz
 mode: async
 staleness: 5
 staleness_aware_lr: true
@@ -139,6 +143,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   const JobOptions o = ParseOrFail(kEveryKey);
   CATCH_CHECK(o.model == "mlp");
   CATCH_CHECK(o.dataset == "fashion-mnist");
+  CATCH_CHECK(o.data.format == "npy");
+  CATCH_CHECK(o.data.train.y == "y.npy");
   CATCH_CHECK(o.mode == ConsistencyMode::kAsync);
   CATCH_CHECK(o.staleness == 5);
   CATCH_CHECK(o.staleness_aware_lr);
@@ -485,4 +491,66 @@ CATCH_TEST_CASE("Every job file under configs/ parses", "[common][job_config]") 
 }
 
 }  // namespace
+}  // namespace hetps
+
+namespace hetps {
+
+CATCH_TEST_CASE("The data section names the files and how to read them, and survives the round trip",
+                "[common][job_config][data]") {
+  const JobOptions o = ParseOrFail(
+      "data:\n"
+      "  format: csv\n"
+      "  train: /d/train.csv\n"
+      "  test: test.csv.gz\n"
+      "  header: true\n"
+      "  label_column: -1\n"
+      "  targets: float\n"
+      "  sample_shape: [2, 3]\n"
+      "  divide_by: 10\n"
+      "  mean: 0.5\n"
+      "  std: 2\n"
+      "  serve: true\n");
+  CATCH_CHECK(o.data.format == "csv");
+  CATCH_CHECK(o.data.train.x == "/d/train.csv");
+  CATCH_CHECK(o.data.train.y.empty());
+  CATCH_CHECK(o.data.test.x == "test.csv.gz");
+  CATCH_CHECK(o.data.header);
+  CATCH_CHECK(o.data.label_column == -1);
+  CATCH_CHECK(o.data.float_targets);
+  CATCH_CHECK(o.data.sample_shape == std::vector<int64_t>{2, 3});
+  CATCH_CHECK(o.data.divide_by == 10);
+  CATCH_CHECK(o.data.mean == 0.5);
+  CATCH_CHECK(o.data.std == 2);
+  CATCH_CHECK(o.data.serve);
+  const JobOptions again = ParseOrFail(JobOptionsToYaml(o));
+  CATCH_CHECK(again.data.format == "csv");
+  CATCH_CHECK(again.data.test.x == "test.csv.gz");
+  CATCH_CHECK(again.data.label_column == -1);
+  CATCH_CHECK(again.data.sample_shape == o.data.sample_shape);
+  CATCH_CHECK(again.data.serve);
+
+  const JobOptions idx =
+      ParseOrFail("data: {format: idx, train: {x: a.gz, y: b.gz}, test: {x: c, y: d}, classes: 5}\n");
+  CATCH_CHECK(idx.data.train.y == "b.gz");
+  CATCH_CHECK(idx.data.classes == 5);
+  CATCH_CHECK(ParseOrFail("epochs: 1\n").data.format.empty());
+}
+
+CATCH_TEST_CASE("A bad data section names the field", "[common][job_config][data]") {
+  RequireRejected("data: {format: parquet}\n",
+                  {"job.yaml:1: data.format", "'parquet' is not allowed", "idx, csv, npy"});
+  RequireRejected("data: {format: idx, train: a, test: b}\n", {"data.train.y", "{x: IMAGES, y: LABELS}"});
+  RequireRejected("data: {format: csv, train: {x: a, y: b}, test: c}\n",
+                  {"data.train", "csv takes one file"});
+  RequireRejected("data: {format: npy, train: a.npz}\n", {"data.test: required with data.format npy"});
+  RequireRejected("data: {format: npy, train: a.npz, test: b.npz, std: 0}\n", {"data.std"});
+  RequireRejected("data: {format: npy, train: a.npz, test: b.npz, colour: 1}\n",
+                  {"job.yaml:1: data.colour: unknown key", "label_column"});
+  RequireRejected("data: {format: npy, train: a.npz, test: b.npz, sample_shape: [1, 0]}\n",
+                  {"data.sample_shape"});
+  RequireRejected("data: {format: npy, train: a.npz, test: b.npz, targets: float, classes: 3}\n",
+                  {"data.classes: only for targets: class"});
+  RequireRejected("data: {format: npy, train: {x: a, z: b}, test: b.npz}\n", {"data.train.z: unknown key"});
+}
+
 }  // namespace hetps

@@ -4,7 +4,7 @@
 # It makes a work directory ($work, removed at exit with every process started here still
 # running killed), and provides:
 #   job KEY: VALUE ...        lines for $work/job.yaml (listen and summary are filled in)
-#   start_scheduler           starts hetps-scheduler on the job; sets $scheduler and $endpoint
+#   start_scheduler [FLAGS...]  starts hetps-scheduler on the job; sets $scheduler and $endpoint
 #   start_member NAME PROGRAM [FLAGS...]  starts a server or trainer, logging to $work/NAME.log;
 #                             sets $last_pid
 #   wait_for_line FILE PATTERN SECONDS    waits until FILE holds a line matching PATTERN
@@ -28,7 +28,7 @@ job() {
 
 start_scheduler() {
   job "listen: tcp://127.0.0.1:*" "summary: $work/run.json"
-  "$bin/hetps-scheduler" --config "$work/job.yaml" --endpoint-file "$work/endpoint" --progress plain \
+  "$bin/hetps-scheduler" --config "$work/job.yaml" --endpoint-file "$work/endpoint" --progress plain "$@" \
     > "$work/scheduler.out" 2> "$work/scheduler.log" &
   scheduler=$!
   e2e_pids+=("$scheduler")

@@ -1,0 +1,84 @@
+// Scheduler: serving the job's data to trainers that do not have it (data.serve). The scheduler
+// holds both splits in memory (read at start) and answers each DataRequest with the samples'
+// bytes and their CRC-32; see docs/protocol.md, "Served data".
+#include <zlib.h>
+
+#include <cstring>
+
+#include "common/logging.h"
+#include "scheduler/scheduler.h"
+
+namespace hetps {
+
+flatbuffers::Offset<wire::DataLayout> Scheduler::ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const {
+  const HostDataset& train = *options_.train_data;
+  const uint64_t per_sample = train.sample_bytes() + train.target_bytes();
+  return wire::CreateDataLayoutDirect(
+      fbb, static_cast<uint64_t>(train.samples), static_cast<uint64_t>(options_.test_data->samples),
+      &train.sample_shape, train.feature_type == FeatureType::kUInt8 ? wire::DType::U8 : wire::DType::F32,
+      train.float_targets, train.target_width, train.classes, train.divide_by, train.mean, train.std,
+      ServedReplyBytes(per_sample));
+}
+
+void Scheduler::HandleDataRequest(Member& member, const Message& message) {
+  const auto* request = message.body<wire::DataRequest>();
+  if (!job_.data.serve || !options_.train_data || !options_.test_data) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "this job's data is not served (the job file's data section has no serve: true)");
+  }
+  if (member.role != wire::Role::Trainer) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "data is served to trainers only");
+  }
+  const bool train = request->split() == wire::DataSplit::Train;
+  if (!train && request->split() != wire::DataSplit::Test) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid, "no such data split");
+  }
+  const HostDataset& data = train ? *options_.train_data : *options_.test_data;
+  const size_t sample_bytes = data.sample_bytes();
+  const size_t target_bytes = data.target_bytes();
+  const size_t count = request->samples() ? request->samples()->size() : 0;
+  const uint64_t limit = ServedReplyBytes(sample_bytes + target_bytes);
+  if (count == 0 || count * (sample_bytes + target_bytes) > limit) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
+                  "a data request must ask for 1 to " +
+                      std::to_string(limit / (sample_bytes + target_bytes)) + " samples, not " +
+                      std::to_string(count));
+  }
+  for (uint64_t index : *request->samples()) {
+    if (index >= static_cast<uint64_t>(data.samples)) {
+      return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid,
+                    "sample " + std::to_string(index) + " is beyond the " +
+                        DatasetSplitName(train ? DatasetSplit::kTrain : DatasetSplit::kTest) + " split's " +
+                        std::to_string(data.samples));
+    }
+  }
+  flatbuffers::FlatBufferBuilder fbb(count * (sample_bytes + target_bytes) + 1024);
+  uint8_t* features = nullptr;
+  uint8_t* targets = nullptr;
+  auto features_vector = fbb.CreateUninitializedVector(count * sample_bytes, &features);
+  auto targets_vector = fbb.CreateUninitializedVector(count * target_bytes, &targets);
+  size_t i = 0;
+  for (uint64_t index : *request->samples()) {
+    std::memcpy(features + i * sample_bytes, data.features.data() + index * sample_bytes, sample_bytes);
+    data.CopyTarget(static_cast<int64_t>(index), targets + i * target_bytes);
+    ++i;
+  }
+  uLong crc = crc32(0L, Z_NULL, 0);
+  crc = crc32_z(crc, features, count * sample_bytes);
+  crc = crc32_z(crc, targets, count * target_bytes);
+  if (options_.corrupt_served_replies > 0 && count * sample_bytes > 0) {
+    // Fault injection for tests: the bytes change after the checksum, as a bad link would.
+    --options_.corrupt_served_replies;
+    features[count * sample_bytes / 2] ^= 0x5a;
+    HETPS_LOG(WARNING) << "corrupting the data served to " << member.Describe() << " (fault injection)";
+  }
+  auto samples = fbb.CreateVector(request->samples()->data(), count);
+  auto body = wire::CreateDataSamples(fbb, request->split(), samples, features_vector, targets_vector,
+                                      static_cast<uint32_t>(crc));
+  ++served_requests_;
+  served_bytes_ += count * (sample_bytes + target_bytes);
+  SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::DataSamples, body.Union()));
+}
+
+}  // namespace hetps
