@@ -4,7 +4,8 @@
 # Debian 12: the packages below from Debian (compilers, CMake, ZeroMQ, FlatBuffers, Boost, Catch2,
 # yaml-cpp, the Fashion-MNIST data, LibTorch 1.13; clang with libFuzzer and the sanitizers'
 # runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh; iproute2 and
-# python3-yaml for scripts/sim_cluster.sh) and OpenBLAS's OpenMP build as the system BLAS
+# python3-yaml for scripts/sim_cluster.sh; prometheus and chromium for the tests of the status
+# endpoint) and OpenBLAS's OpenMP build as the system BLAS
 # (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
@@ -91,6 +92,7 @@ packages=(
   python3-numpy
   python3-yaml
   iproute2
+  prometheus chromium
 )
 
 sudo_cmd=()
