@@ -7,6 +7,7 @@
 namespace hetps {
 namespace {
 
+constexpr size_t kMarkedPoints = 30;
 constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"};
 
 std::string Format(const char* format, double value) {
@@ -84,7 +85,6 @@ std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& ser
   double x0 = 0, x1 = 0, y0 = 0, y1 = 0;
   bool any = false;
   for (const PlotSeries& line : series) {
-    if (line.points.size() < 2) continue;
     for (const auto& [x, y] : line.points) {
       if (!any) {
         x0 = x1 = x;
@@ -109,6 +109,13 @@ std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& ser
     auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kWidth - kLeft - kRight); };
     auto py = [&](double y) { return kHeight - kBottom - (y - y0) / (y1 - y0) * (kHeight - kTop - kBottom); };
     for (const PlotSeries& line : series) {
+      // Few points (evaluations) are marked, so that a single one shows too.
+      if (line.points.size() <= kMarkedPoints) {
+        for (const auto& [x, y] : line.points) {
+          out << "<circle cx=\"" << Format("%.1f", px(x)) << "\" cy=\"" << Format("%.1f", py(y))
+              << "\" r=\"2.5\" fill=\"" << line.colour << "\"/>";
+        }
+      }
       if (line.points.size() < 2) continue;
       out << "<polyline fill=\"none\" stroke=\"" << line.colour << "\" stroke-width=\"1.5\" points=\"";
       for (const auto& [x, y] : line.points)
@@ -116,8 +123,8 @@ std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& ser
       out << "\"><title>" << EscapeHtml(line.name) << "</title></polyline>";
     }
     out << "<text x=\"" << kLeft - 3 << "\" y=\"" << kTop + 10 << "\" text-anchor=\"end\">"
-        << Format("%.3g", y1) << "</text><text x=\"" << kLeft - 3 << "\" y=\"" << kHeight - kBottom
-        << "\" text-anchor=\"end\">" << Format("%.3g", y0) << "</text><text x=\"" << kLeft << "\" y=\""
+        << Format("%.4g", y1) << "</text><text x=\"" << kLeft - 3 << "\" y=\"" << kHeight - kBottom
+        << "\" text-anchor=\"end\">" << Format("%.4g", y0) << "</text><text x=\"" << kLeft << "\" y=\""
         << kHeight - 6 << "\">" << Format("%.0f s", x0) << "</text><text x=\"" << kWidth - kRight << "\" y=\""
         << kHeight - 6 << "\" text-anchor=\"end\">" << Format("%.0f s", x1) << "</text>";
   }

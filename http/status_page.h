@@ -25,8 +25,8 @@ struct PlotSeries {
   std::vector<std::pair<double, double>> points;
 };
 
-// An inline <svg> line plot of `series` with axes labelled by their ranges; a note instead of
-// lines when no series has two points.
+// An inline <svg> line plot of `series` with axes labelled by their ranges (a series of few
+// points also gets a dot per point); a note instead when no series has a point.
 std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& series);
 
 }  // namespace hetps

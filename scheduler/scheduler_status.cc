@@ -144,7 +144,9 @@ void Scheduler::MaybePublishStatus(bool force) {
     s.evaluations.push_back(
         {e.epoch, e.final, e.wall_seconds, e.samples_trained, e.test_loss, e.test_accuracy});
   }
-  if (phase_ == Phase::kTraining && (history_.empty() || now - last_history_ >= history_interval_)) {
+  // From the first report on (before it, every figure is 0).
+  if (phase_ == Phase::kTraining && losses > 0 &&
+      (history_.empty() || now - last_history_ >= history_interval_)) {
     last_history_ = now;
     point.samples_per_second = s.samples_per_second;
     point.loss = losses > 0 ? loss_sum / losses : 0;
