@@ -165,7 +165,7 @@ CATCH_TEST_CASE("A client that never finishes its request is dropped after the r
   CATCH_CHECK(server.counters().dropped == 1);
 }
 
-CATCH_TEST_CASE("Connections beyond max_connections are closed at once; others are still served",
+CATCH_TEST_CASE("Connections beyond max_connections are closed at once while others are still served",
                 "[http][server]") {
   SnapshotBoard board;
   HttpServerOptions options;

@@ -88,7 +88,7 @@ CATCH_TEST_CASE(
   CATCH_CHECK(page.find("<script") == std::string::npos);
 }
 
-CATCH_TEST_CASE("A plot of one point shows it; a plot of none says so", "[http][status]") {
+CATCH_TEST_CASE("A plot of one point shows it, and a plot of none says so", "[http][status]") {
   const std::string one = SvgPlot("test accuracy", {{"accuracy", "#000", {{12.5, 0.86}}}});
   CATCH_CHECK(one.find("<circle") != std::string::npos);
   CATCH_CHECK(one.find("no data yet") == std::string::npos);
