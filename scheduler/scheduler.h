@@ -259,6 +259,9 @@ class Scheduler {
 
   // Status snapshots (scheduler_status.cc).
   std::shared_ptr<const StatusSnapshot> status_;  // the newest
+  uint64_t status_number_ = 0;                    // snapshots built so far
+  std::string status_json_;                       // snapshot number status_json_of_ as JSON
+  uint64_t status_json_of_ = 0;
   Clock::time_point last_status_{};
   std::vector<HistoryPoint> history_;  // the plots' points, oldest first
   Clock::time_point last_history_{};

@@ -163,12 +163,18 @@ void Scheduler::MaybePublishStatus(bool force) {
   s.published_unix_seconds =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   status_ = std::move(snapshot);
+  ++status_number_;
   if (options_.status_board != nullptr) options_.status_board->Publish(status_);
 }
 
 void Scheduler::HandleStatusRequest(const Message& message) {
   MaybePublishStatus(/*force=*/false);
-  const std::string json = RenderStatusJson(*status_);
+  // Rendered once per snapshot: a flood of requests costs a copy each, not a rendering.
+  if (status_json_of_ != status_number_) {
+    status_json_ = RenderStatusJson(*status_);
+    status_json_of_ = status_number_;
+  }
+  const std::string& json = status_json_;
   flatbuffers::FlatBufferBuilder fbb(256 + json.size());
   auto body = wire::CreateStatusReplyDirect(fbb, json.c_str());
   SendTo(message.routing_id.to_string(), sender_.Seal(fbb, wire::Body::StatusReply, body.Union()));
