@@ -1,6 +1,7 @@
 #include "http/status_page.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <sstream>
 
@@ -104,8 +105,12 @@ std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& ser
     out << "<text x=\"" << kWidth / 2 << "\" y=\"" << kHeight / 2
         << "\" text-anchor=\"middle\">no data yet</text>";
   } else {
-    if (y1 == y0) y1 = y0 + 1;
-    if (x1 == x0) x1 = x0 + 1;
+    // A flat range (one point, or a constant) is centred rather than drawn on an axis.
+    if (y1 == y0) {
+      const double pad = y0 != 0 ? std::abs(y0) * 0.1 : 0.5;
+      y0 -= pad, y1 += pad;
+    }
+    if (x1 == x0) x0 -= 1, x1 += 1;
     auto px = [&](double x) { return kLeft + (x - x0) / (x1 - x0) * (kWidth - kLeft - kRight); };
     auto py = [&](double y) { return kHeight - kBottom - (y - y0) / (y1 - y0) * (kHeight - kTop - kBottom); };
     for (const PlotSeries& line : series) {
