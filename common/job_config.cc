@@ -284,6 +284,20 @@ Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* 
   HETPS_RETURN_IF_ERROR(ValidateDataOptions(o).WithContext(Where(source, node, "data")));
   *out = o;
   return Status::Ok();
+Status ReadHttp(const YAML::Node& node, const std::string& source, HttpOptions* out) {
+  const std::vector<Field> fields = {
+      {"listen", [out](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &out->listen); }},
+  };
+  return ReadMap(node, source, "http.", fields);
+}
+
+// "ADDR:PORT" with a port of 1 to 5 digits, at most 65535.
+bool LooksLikeHostPort(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  const std::string port = text.substr(colon + 1);
+  return !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoul(port) <= 65535;
 }
 
 std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
@@ -354,6 +368,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
        [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->model_out); }},
       {"security", [o, source](const YAML::Node& n,
                                const std::string&) { return ReadSecurity(n, source, &o->security); }},
+      {"http",
+       [o, source](const YAML::Node& n, const std::string&) { return ReadHttp(n, source, &o->http); }},
   };
 }
 
@@ -492,6 +508,10 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
   }
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  if (!o.http.listen.empty() && !LooksLikeHostPort(o.http.listen)) {
+    return Status::InvalidArgument("http.listen: '" + o.http.listen +
+                                   "' is not ADDR:PORT (e.g. 127.0.0.1:7480; empty: no HTTP)");
+  }
   if (o.security.curve && o.security.keys_dir.empty()) {
     return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
   }
@@ -595,6 +615,9 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "curve" << YAML::Value << o.security.curve;
   out << YAML::Key << "keys_dir" << YAML::Value << o.security.keys_dir;
   out << YAML::Key << "allowed" << YAML::Value << YAML::Flow << o.security.allowed;
+  out << YAML::EndMap;
+  out << YAML::Key << "http" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "listen" << YAML::Value << o.http.listen;
   out << YAML::EndMap;
   out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";

@@ -49,6 +49,11 @@ struct SecurityOptions {
   std::vector<std::string> allowed;  // names of the keys to admit; empty: every *.pub in keys_dir
 };
 
+// The job file's `http` section: the scheduler's status page, /status and /metrics.
+struct HttpOptions {
+  std::string listen;  // "ADDR:PORT" to serve on, e.g. 127.0.0.1:7480 (port 0: any); empty: off
+};
+
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn
   std::string dataset = "fashion-mnist";  // the built-in data set, used when data.format is empty
@@ -96,6 +101,7 @@ struct JobOptions {
   std::string model_out;                         // write the trained model here (safetensors) at
                                                  // the end; empty: not written
   SecurityOptions security;                      // CURVE (docs/security.md); default: none
+  HttpOptions http;                              // status over HTTP (docs/operations.md); default: off
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

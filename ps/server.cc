@@ -436,7 +436,7 @@ zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, 
   auto server_stats =
       wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(),
                               stats.rounds, fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
-                              stats.max_clock_gap, counters.refusals.ToWire(fbb));
+                              stats.max_clock_gap, counters.refusals.ToWire(fbb), stats.staleness_sum);
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

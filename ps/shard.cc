@@ -283,6 +283,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   if (!empty) {
     ++staleness_counts_[std::min<uint64_t>(staleness, kStalenessBuckets - 1)];
     staleness_max_ = std::max(staleness_max_, staleness);
+    staleness_sum_ += staleness;
   }
   return Status::Ok();
 }
@@ -425,6 +426,7 @@ Shard::Stats Shard::stats() const {
   Stats stats;
   stats.pushes = pushes_;
   stats.staleness_max = staleness_max_;
+  stats.staleness_sum = staleness_sum_;
   stats.max_clock_gap = max_clock_gap_;
   size_t used = staleness_counts_.size();
   while (used > 0 && staleness_counts_[used - 1] == 0) --used;

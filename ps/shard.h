@@ -157,6 +157,7 @@ class Shard {
     uint64_t pushes = 0;                     // push messages accepted
     std::vector<uint64_t> staleness_counts;  // see kStalenessBuckets; trailing zeros trimmed
     uint64_t staleness_max = 0;
+    uint64_t staleness_sum = 0;  // over every applied push
     uint64_t max_clock_gap = 0;
   };
   Stats stats() const;
@@ -232,6 +233,7 @@ class Shard {
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
   uint64_t staleness_max_ = 0;
+  uint64_t staleness_sum_ = 0;
   uint64_t max_clock_gap_ = 0;
   std::vector<std::vector<float>> scratch_;  // per owner: a 16-bit gradient widened to float32
   struct PendingSnapshot;

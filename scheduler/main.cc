@@ -10,6 +10,7 @@
 #include "common/allocator.h"
 #include "common/cli.h"
 #include "common/logging.h"
+#include "http/http_server.h"
 #include "scheduler/scheduler.h"
 
 namespace {
@@ -24,7 +25,7 @@ void RequestStop(int) {
 
 struct Overrides {
   std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out,
-      curve_keys;
+      curve_keys, http;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
@@ -65,6 +66,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--max-message-bytes")) job->max_message_bytes = o.max_message_bytes;
   if (given("--max-model-bytes")) job->max_model_bytes = o.max_model_bytes;
   if (given("--listen")) job->listen = o.listen;
+  if (given("--http")) job->http.listen = o.http == "off" ? "" : o.http;
   if (given("--summary")) job->summary = o.summary;
   if (given("--seed")) job->seed = o.seed;
   if (given("--max-train-samples")) job->max_train_samples = o.max_train_samples;
@@ -133,6 +135,12 @@ int main(int argc, char** argv) {
                  "Largest model a trainer may register, in bytes of float32 parameters")
       ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 40));
   app.add_option("--listen", o.listen, "Control endpoint, e.g. tcp://0.0.0.0:7400");
+  app.add_option("--http", o.http,
+                 "Serve the status page, /status (JSON) and /metrics (Prometheus) on ADDR:PORT, e.g. "
+                 "127.0.0.1:7480 (port 0: any; off: none); the job file's http.listen");
+  std::string http_url_file;
+  app.add_option("--http-url-file", http_url_file,
+                 "Write the status page's URL (with the port bound) to this file");
   app.add_option("--summary", o.summary, "Write the JSON run summary here");
   app.add_option("--seed", o.seed, "Seed of model initialisation and data order")
       ->check(CLI::Range(uint64_t{0}, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
@@ -228,6 +236,22 @@ int main(int argc, char** argv) {
     }
   }
   options.corrupt_served_replies = corrupt_served_replies;
+  // The HTTP server reads the snapshots the scheduler's loop publishes on `board`, on its own thread.
+  hetps::SnapshotBoard board;
+  std::unique_ptr<hetps::HttpServer> http;
+  if (!job.http.listen.empty()) {
+    hetps::HttpServerOptions http_options;
+    http_options.listen = job.http.listen;
+    http = std::make_unique<hetps::HttpServer>(board, http_options);
+    status = http->Start();
+    if (!status.ok()) return hetps::FatalError("hetps-scheduler", status.WithContext("--http / http.listen"));
+    HETPS_LOG(INFO) << "status page on " << http->url() << " (JSON at status, Prometheus at metrics)";
+    if (!http_url_file.empty()) {
+      status = hetps::WriteFileAtomically(http_url_file, http->url() + "\n");
+      if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
+    }
+    options.status_board = &board;
+  }
   std::signal(SIGINT, RequestStop);
   std::signal(SIGTERM, RequestStop);
   zmq::context_t context(1);

@@ -33,6 +33,7 @@ ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   }
   c.refusals = RefusalTally::FromWire(stats.refusals());
   c.staleness_max = stats.staleness_max();
+  c.staleness_sum = stats.staleness_sum();
   c.max_clock_gap = stats.max_clock_gap();
   return c;
 }

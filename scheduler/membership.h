@@ -32,6 +32,12 @@ struct TrainerProgress {
   // (forward, backward, --slowdown; no waits), hence the trainer's own speed.
   double timed_samples = 0;
   double timed_seconds = 0;
+  // Totals since the trainer started: seconds in steps, the part spent waiting for the servers,
+  // and the bytes of gradients pushed and weights pulled.
+  double step_seconds = 0;
+  double wait_seconds = 0;
+  uint64_t bytes_pushed = 0;
+  uint64_t bytes_pulled = 0;
   double ComputeSamplesPerSecond() const { return timed_seconds > 0 ? timed_samples / timed_seconds : 0; }
 };
 
@@ -43,6 +49,7 @@ struct ServerCounters {
   uint64_t rounds = 0;
   std::vector<uint64_t> staleness_counts;  // as in wire::ServerStats
   uint64_t staleness_max = 0;
+  uint64_t staleness_sum = 0;
   uint64_t max_clock_gap = 0;
   RefusalTally refusals;
 };

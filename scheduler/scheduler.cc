@@ -130,6 +130,7 @@ Status Scheduler::Run() {
   }
   FillSummary();
   ShowProgress(/*force=*/true);
+  MaybePublishStatus(/*force=*/true);
   if (!job_.summary.empty()) {
     Status written = WriteFileAtomically(job_.summary, summary_.ToJson());
     if (!written.ok()) {
@@ -149,6 +150,7 @@ void Scheduler::Handle(Message message) {
   Status valid = VerifyEnvelope(message);
   if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, Refusal::Unverified, valid.message());
   if (message.kind() == wire::Body::Join) return HandleJoin(message);
+  if (message.kind() == wire::Body::StatusRequest) return HandleStatusRequest(message);
   Member* member = members_.Find(message.routing_id.to_string());
   if (member == nullptr && replaced_.count(message.routing_id.to_string()) > 0) {
     // A server declared lost that still runs (it hung, or its connection dropped): it was replaced.
@@ -212,7 +214,11 @@ void Scheduler::Handle(Message message) {
                           p->weight_version(),
                           p->batch_size(),
                           before.timed_samples + p->timed_samples(),
-                          before.timed_seconds + p->timed_seconds()};
+                          before.timed_seconds + p->timed_seconds(),
+                          p->step_seconds(),
+                          p->wait_seconds(),
+                          p->bytes_pushed(),
+                          p->bytes_pulled()};
       if (balancer_) {
         balancer_->Observe(member->rank, p->timed_samples(), p->timed_seconds(), p->timed_steps());
         MaybeRebalance();
@@ -329,6 +335,7 @@ void Scheduler::Tick() {
     FinishJob();
   }
   ShowProgress(false);
+  MaybePublishStatus(/*force=*/false);
 }
 
 void Scheduler::DeclareDead(Member& member, const std::string& why) {

@@ -8,7 +8,7 @@
 // several files: scheduler.cc (the loop, messages, data chunks, liveness, shutdown),
 // scheduler_join.cc (members joining, the shard map, the start), scheduler_trainers.cc (trainers
 // joining and leaving a running job, balancing), scheduler_evaluations.cc, scheduler_report.cc
-// (run summary, progress),
+// (run summary, progress), scheduler_status.cc (status snapshots for HTTP and hetps-status),
 // scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
 // scheduler_recovery.cc (replacing a lost server) and scheduler_identity.cc (CURVE, identities).
 #pragma once
@@ -34,6 +34,7 @@
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "common/transport.h"
+#include "http/status_snapshot.h"
 #include "scheduler/balancer.h"
 #include "scheduler/checkpoint_cut.h"
 #include "scheduler/chunk_queue.h"
@@ -66,6 +67,9 @@ struct SchedulerOptions {
   // Fault injection for tests: the first N served replies have a byte changed after their
   // checksum was computed, as a bad link would change it.
   int corrupt_served_replies = 0;
+  // The job's status is published here twice a second (for the HTTP server); nullptr: nowhere.
+  // It must outlive Run().
+  SnapshotBoard* status_board = nullptr;
 };
 
 class Scheduler {
@@ -117,6 +121,12 @@ class Scheduler {
   void BeginShutdown(bool failed, const std::string& reason);
   void FillSummary();
   void ShowProgress(bool force);
+  // ---- status snapshots (scheduler_status.cc) ----
+  const char* PhaseName() const;
+  // Builds the status snapshot (at most every 500 ms unless `force`) and publishes it.
+  void MaybePublishStatus(bool force);
+  // hetps-status asks without joining: answered with the newest snapshot as JSON.
+  void HandleStatusRequest(const Message& message);
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
 
@@ -261,6 +271,16 @@ class Scheduler {
   std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;
   RunSummary summary_;
+
+  // Status snapshots (scheduler_status.cc).
+  std::shared_ptr<const StatusSnapshot> status_;  // the newest
+  uint64_t status_number_ = 0;                    // snapshots built so far
+  std::string status_json_;                       // snapshot number status_json_of_ as JSON
+  uint64_t status_json_of_ = 0;
+  Clock::time_point last_status_{};
+  std::vector<HistoryPoint> history_;  // the plots' points, oldest first
+  Clock::time_point last_history_{};
+  std::chrono::milliseconds history_interval_{2000};
 
   // Checkpoints (scheduler_checkpoints.cc).
   FileSystem& fs_;

@@ -75,8 +75,6 @@ StalenessSummary Scheduler::Staleness(uint64_t* max_clock_gap) {
 
 void Scheduler::ShowProgress(bool force) {
   if (options_.progress_out == nullptr) return;
-  static constexpr const char* kPhaseNames[] = {"waiting for members", "starting", "training",
-                                                "final evaluation", "shutting down"};
   JobView view;
   view.mode = ModeName(job_.mode);
   view.model = job_.model;
@@ -84,7 +82,7 @@ void Scheduler::ShowProgress(bool force) {
   view.servers = job_.servers;
   view.samples_per_epoch = chunks_.samples();
   view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
-  view.phase = kPhaseNames[static_cast<int>(phase_)];
+  view.phase = PhaseName();
   if (job_.mode != ConsistencyMode::kSync) {
     uint64_t gap = 0;
     const StalenessSummary staleness = Staleness(&gap);

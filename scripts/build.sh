@@ -7,7 +7,8 @@
 #           scripts/install-deps.sh --torch pip; the default on macOS
 # A build directory remembers its LibTorch: later builds there need no --torch, and asking for
 # the other one is an error (use another --build-dir).
-# --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer and hetps-keygen but not the tests.
+# --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer, hetps-keygen and hetps-status
+# but not the tests.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +20,7 @@ while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "build.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs a value" >&2; exit 2; }; torch=$2; shift 2 ;;
-    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen); shift ;;
+    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen hetps-status); shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -5,7 +5,8 @@
 # yaml-cpp, the Fashion-MNIST data, LibTorch 1.13; clang with libFuzzer and the sanitizers'
 # runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh; iproute2 and
 # python3-yaml for scripts/sim_cluster.sh; openssh-server and slurm-wlm for the tests of
-# scripts/launch_hosts.sh and deploy/slurm, which start their own sshd and Slurm) and OpenBLAS's OpenMP build as the system BLAS
+# scripts/launch_hosts.sh and deploy/slurm, which start their own sshd and Slurm; prometheus and
+# chromium for the tests of the status endpoint) and OpenBLAS's OpenMP build as the system BLAS
 # (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
@@ -94,6 +95,8 @@ packages=(
   iproute2
   openssh-server
   slurm-wlm
+  prometheus
+  chromium
 )
 
 sudo_cmd=()

@@ -39,6 +39,9 @@
 #   --build-dir DIR    where the binaries are built (default build)
 #   --no-build         do not (re)build before starting
 #   --progress auto|plain|none   the scheduler's progress display (default auto)
+#   --http ADDR:PORT   serve the status page, /status and /metrics there (default 127.0.0.1:7480;
+#                      when that default port is taken, e.g. by another job, any free port);
+#                      --http off: none. The URL is printed at the start.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -47,12 +50,15 @@ source "$root/scripts/lib/launch.sh"
 devices=(cpu)
 threads=1
 slowdown=()
+http=127.0.0.1:7480
+http_given=0
 
 while (($#)); do
   take_launch_flag "$@" && { shift "$taken"; continue; }
   case $1 in
     --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
+    --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -87,14 +93,25 @@ interrupted() {
 trap interrupted INT TERM
 
 endpoint_file="$run_dir/scheduler.endpoint"
-rm -f "$endpoint_file"
+http_url_file="$run_dir/scheduler.url"
+rm -f "$endpoint_file" "$http_url_file"
+http_flags=(--http off)
+if [[ $http != off ]]; then
+  # The default port in use (another job's status page): any free one rather than no page.
+  if ((!http_given)) && (exec 3<>"/dev/tcp/${http%:*}/${http##*:}") 2>/dev/null; then
+    echo "launch_local.sh: $http is in use; the status page takes a free port instead"
+    http=${http%:*}:0
+  fi
+  http_flags=(--http "$http" --http-url-file "$http_url_file")
+fi
 # The scheduler's progress goes to this terminal; its log to the run directory.
 "$bin/hetps-scheduler" "${scheduler_flags[@]}" --listen 'tcp://127.0.0.1:*' \
-  --endpoint-file "$endpoint_file" --progress "$progress" 2>> "$run_dir/scheduler.log" &
+  --endpoint-file "$endpoint_file" "${http_flags[@]}" --progress "$progress" 2>> "$run_dir/scheduler.log" &
 scheduler_pid=$!
 names[$scheduler_pid]=scheduler
 pids+=($scheduler_pid)
 wait_for_endpoint
+[[ -s $http_url_file ]] && echo "launch_local.sh: status page on $(<"$http_url_file") (also status and metrics there)"
 
 start_server() {  # start_server I
   start "server-$1" "$run_dir/server-$1.log" "$bin/hetps-server" --scheduler "$endpoint" \

@@ -18,6 +18,12 @@ struct TrainerPosition {
   uint64_t samples = 0;  // samples trained
   uint64_t weight_version = 0;
   uint32_t batch_size = 0;  // this trainer's current batch per step
+  // Totals since the trainer started: seconds in steps, the part not computing (waiting for the
+  // servers), and the tensor bytes pushed and pulled.
+  double step_seconds = 0;
+  double wait_seconds = 0;
+  uint64_t bytes_pushed = 0;
+  uint64_t bytes_pulled = 0;
 };
 
 class ProgressReporter {

@@ -197,6 +197,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
                               std::to_string(bytes) + " (" + DTypeName(dtype) + ")");
     }
     UnpackFloats(reply.tensors[i].data(), p.length, dtype, weights[p.tensor] + p.offset);
+    bytes_pulled_ += bytes;
     awaiting_[id] = false;
     const uint64_t version = body->versions() && i < body->versions()->size() ? body->versions()->Get(i) : 0;
     versions_[p.id] = version;
@@ -296,6 +297,7 @@ Status PsClient::Flush(uint32_t server) {
                                      options_.wire_dtype, /*pull=*/true);
   Message request;
   request.envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
+  bytes_pushed_ += out.bytes;
   request.tensors = std::move(out.frames);
   out = Outgoing{};
   ++step_messages_[server];

@@ -98,6 +98,10 @@ class PsClient {
   // for it until it pushes gradients again.
   Status MarkIdle(uint64_t clock);
 
+  // Tensor bytes sent in pushes and received in weights so far (as on the wire).
+  uint64_t bytes_pushed() const { return bytes_pushed_; }
+  uint64_t bytes_pulled() const { return bytes_pulled_; }
+
  private:
   // A DEALER to server `s` at `endpoint`, with the options every such socket gets (and its CURVE
   // key from options_.server_keys when this trainer uses CURVE).
@@ -140,6 +144,8 @@ class PsClient {
   std::vector<bool> awaiting_;      // per partition: weights requested
   // The streamed step under way.
   uint64_t step_clock_ = 0;
+  uint64_t bytes_pushed_ = 0;
+  uint64_t bytes_pulled_ = 0;
   uint32_t step_batch_ = 0;
   std::vector<bool> step_pushed_;      // per tensor
   std::vector<Outgoing> outgoing_;     // per server

@@ -105,6 +105,8 @@ class Trainer::Session {
   uint64_t clock_ = 0;
   uint64_t samples_ = 0;
   uint64_t weight_version_ = 0;
+  double step_seconds_ = 0;  // every step's wall time, and the part of it not computing
+  double wait_seconds_ = 0;
   bool idle_ = false;         // ssp: the servers were told this trainer has no data
   bool out_of_data_ = false;  // said once that the last epoch has nothing left for it
   struct PendingBatch {

@@ -1,6 +1,9 @@
 // Trainer, and Trainer::Session's run and step loop (the rest of Session: trainer/session.h).
 #include "trainer/trainer.h"
 
+#include <algorithm>
+#include <chrono>
+
 #include "common/logging.h"
 #include "trainer/session.h"
 
@@ -156,10 +159,14 @@ Status Trainer::Session::TrainEpochs() {
 }
 
 Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* round_samples) {
+  const auto started = std::chrono::steady_clock::now();
   // Chunks arrive when granted; this catches positions restored from a checkpoint.
   if (fetcher_) HETPS_RETURN_IF_ERROR(fetcher_->Ensure(DatasetSplit::kTrain, indices.data(), indices.size()));
   auto outcome = step_->Run(clock_, indices);
   if (!outcome.ok()) return outcome.status();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  step_seconds_ += seconds;
+  wait_seconds_ += std::max(0.0, seconds - outcome->compute_seconds);
   if (!indices.empty()) idle_ = false;
   ++clock_;
   samples_ += indices.size();
@@ -181,7 +188,15 @@ void Trainer::Session::ApplyPendingBatch() {
 }
 
 TrainerPosition Trainer::Session::Position() const {
-  return TrainerPosition{epoch_, clock_, samples_, weight_version_, job_.batch_size};
+  return TrainerPosition{epoch_,
+                         clock_,
+                         samples_,
+                         weight_version_,
+                         job_.batch_size,
+                         step_seconds_,
+                         wait_seconds_,
+                         client_ ? client_->bytes_pushed() : 0,
+                         client_ ? client_->bytes_pulled() : 0};
 }
 
 Status Trainer::Session::HandleControl() {

@@ -130,6 +130,8 @@ security:
   curve: true
   keys_dir: /etc/hetps/keys
   allowed: [scheduler, server-0, trainer-laptop]
+http:
+  listen: 0.0.0.0:7480
 )";
 
 CATCH_TEST_CASE("An empty job file means every default", "[common][job_config]") {
@@ -191,6 +193,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(again.security.curve);
   CATCH_CHECK(again.security.keys_dir == o.security.keys_dir);
   CATCH_CHECK(again.security.allowed == o.security.allowed);
+  CATCH_CHECK(o.http.listen == "0.0.0.0:7480");
+  CATCH_CHECK(again.http.listen == o.http.listen);
 
   // The file above must cover every accepted key, so a new key without a test fails here.
   std::set<std::string> in_file;
@@ -394,6 +398,14 @@ CATCH_TEST_CASE("Fields are checked against each other", "[common][job_config]")
   CATCH_CHECK(ValidateJobOptions(o).ok());
   o.listen.clear();
   CATCH_CHECK(Contains(ValidateJobOptions(o).message(), "listen"));
+}
+
+CATCH_TEST_CASE("The http section takes ADDR:PORT and nothing else", "[common][job_config]") {
+  CATCH_CHECK(ParseOrFail("model: mlp\n").http.listen.empty());  // off by default
+  CATCH_CHECK(ParseOrFail("http: {listen: 127.0.0.1:0}\n").http.listen == "127.0.0.1:0");
+  RequireRejected("http:\n  listen: 7480\n", {"http.listen", "'7480'", "ADDR:PORT"});
+  RequireRejected("http:\n  listen: 127.0.0.1:70000\n", {"http.listen", "127.0.0.1:70000"});
+  RequireRejected("http:\n  port: 7480\n", {"job.yaml", "http.port"});
 }
 
 CATCH_TEST_CASE("A partition larger than a data-plane frame may be is refused at load",

@@ -372,6 +372,14 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->epoch() == 1);
         CATCH_CHECK_FALSE(b->reinitialize());
       }};
+  cases[wire::Body::StatusRequest] = {
+      [](Builder& fbb) { return wire::CreateStatusRequest(fbb).Union(); },
+      [](const Message& m) { CATCH_CHECK(m.body<wire::StatusRequest>() != nullptr); }};
+  cases[wire::Body::StatusReply] = {
+      [](Builder& fbb) { return wire::CreateStatusReplyDirect(fbb, "{\"members\": []}").Union(); },
+      [](const Message& m) {
+        CATCH_CHECK(m.body<wire::StatusReply>()->json()->str() == "{\"members\": []}");
+      }};
   return cases;
 }
 
