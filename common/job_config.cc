@@ -284,6 +284,8 @@ Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* 
   HETPS_RETURN_IF_ERROR(ValidateDataOptions(o).WithContext(Where(source, node, "data")));
   *out = o;
   return Status::Ok();
+}
+
 Status ReadHttp(const YAML::Node& node, const std::string& source, HttpOptions* out) {
   const std::vector<Field> fields = {
       {"listen", [out](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &out->listen); }},
