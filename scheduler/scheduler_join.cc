@@ -61,10 +61,11 @@ void Scheduler::HandleJoin(const Message& message) {
   if (member->role == wire::Role::Trainer) {
     // A late joiner's share in sync comes with the shard map (Rebalance from its first step).
     member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank % job_.trainers);
-    trainer_job = wire::CreateTrainerJobDirect(fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs,
-                                               member->batch_size, job_.seed, job_.chunk_samples,
-                                               chunks_.samples(), job_.eval_batch_size,
-                                               job_.progress_interval_ms, job_.request_timeout_ms);
+    trainer_job = wire::CreateTrainerJobDirect(
+        fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs, member->batch_size, job_.seed,
+        job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,
+        job_.request_timeout_ms, job_.model_file.empty() ? nullptr : job_.model_file.c_str(),
+        model_checksum_.empty() ? nullptr : model_checksum_.c_str(), ToWire(job_.loss));
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
   auto token = member->data_token.empty() ? 0 : fbb.CreateString(member->data_token);

@@ -44,6 +44,9 @@ int main(int argc, char** argv) {
       ->default_val(options.device);
   app.add_option("--data-dir", options.data_dir, "Directory with the Fashion-MNIST .gz files")
       ->default_val(options.data_dir);
+  app.add_option("--model-file", options.model_file,
+                 "This machine's copy of the job's TorchScript file, when it is not at the path the "
+                 "scheduler names (its checksum must match)");
   app.add_option("--threads", threads,
                  "Compute threads for LibTorch on the CPU (default 1: processes sharing a machine "
                  "slow each other down badly with more)")

@@ -30,6 +30,8 @@ struct TrainerOptions {
   std::string scheduler = "tcp://127.0.0.1:7400";              // the scheduler's control endpoint
   std::string device = "auto";                                 // auto | cpu | cuda[:N] | mps
   std::string data_dir = "/usr/share/datasets/fashion-mnist";  // where the data set's files are
+  std::string model_file;  // this machine's copy of the job's TorchScript file; empty: the path
+                           // the scheduler names (its checksum must match either way)
   std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
