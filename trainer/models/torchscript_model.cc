@@ -10,11 +10,17 @@
 namespace hetps {
 namespace {
 
-// The first line of a LibTorch message: the rest is a TorchScript stack or C++ frames.
-std::string FirstLine(const c10::Error& error) {
-  std::string text = error.what_without_backtrace();
+// The line of a LibTorch message that says what went wrong: the first, or for an error raised
+// inside TorchScript code the last (after the TorchScript traceback), e.g. "RuntimeError: mat1
+// and mat2 shapes cannot be multiplied (56x28 and 784x10)".
+std::string FirstLine(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   const size_t end = text.find('\n');
-  return end == std::string::npos ? text : text.substr(0, end);
+  if (end == std::string::npos) return text;
+  if (text.rfind("The following operation failed in the TorchScript interpreter", 0) == 0) {
+    return text.substr(text.rfind('\n') + 1);
+  }
+  return text.substr(0, end);
 }
 
 std::string ShapeText(const torch::Tensor& tensor) {
@@ -78,9 +84,9 @@ Result<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path, tor
     return Status::InvalidArgument("model file " + path +
                                    " is not a TorchScript file that this LibTorch can load (save one with "
                                    "torch.jit.script(model).save(FILE)): " +
-                                   FirstLine(e));
+                                   FirstLine(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    return Status::InvalidArgument("model file " + path + " is not a TorchScript file: " + e.what());
+    return Status::InvalidArgument("model file " + path + " is not a TorchScript file: " + FirstLine(e.what()));
   }
   auto model = std::make_shared<TorchScriptModel>(std::move(module), path);
   const auto parameters = model->named_parameters();
@@ -113,10 +119,10 @@ Status CheckModelOnBatch(Model& model, const std::string& what, const torch::Ten
     model.train();
   } catch (const c10::Error& e) {
     model.train();
-    return Status::InvalidArgument(tried + " fails: " + FirstLine(e));
+    return Status::InvalidArgument(tried + " fails: " + FirstLine(e.what_without_backtrace()));
   } catch (const std::exception& e) {
     model.train();
-    return Status::InvalidArgument(tried + " fails: " + e.what());
+    return Status::InvalidArgument(tried + " fails: " + FirstLine(e.what()));
   }
   const int64_t batch = input.size(0);
   if (!output.is_floating_point()) {

@@ -21,12 +21,20 @@ namespace {
 
 const torch::Tensor kImages = torch::rand({2, 1, 28, 28});
 
+// A module as torch.jit.script makes them: with the `training` flag that train() and eval() set.
+torch::jit::Module NewModule(const std::string& name) {
+  torch::jit::Module module(name);
+  module.register_attribute("training", c10::BoolType::get(), true);
+  return module;
+}
+
 // A linear classifier over a flattened image, inside a submodule: parameters fc.weight, fc.bias
 // and a buffer fc.calls.
 torch::jit::Module Classifier(int64_t classes = 10) {
-  torch::jit::Module fc("Fc");
-  fc.register_parameter("weight", torch::randn({classes, 784}) * 0.01, false);
-  fc.register_parameter("bias", torch::zeros({classes}), false);
+  torch::jit::Module fc = NewModule("Fc");
+  // requires_grad as nn.Parameter sets it.
+  fc.register_parameter("weight", (torch::randn({classes, 784}) * 0.01).requires_grad_(), false);
+  fc.register_parameter("bias", torch::zeros({classes}).requires_grad_(), false);
   fc.register_buffer("calls", torch::zeros({}, torch::kInt64));
   fc.define(R"(
     def forward(self, x):
@@ -34,7 +42,7 @@ torch::jit::Module Classifier(int64_t classes = 10) {
             self.calls += 1
         return x.flatten(1).matmul(self.weight.t()) + self.bias
   )");
-  torch::jit::Module root("Net");
+  torch::jit::Module root = NewModule("Net");
   root.register_module("fc", fc);
   root.define(R"(
     def forward(self, x):
@@ -129,7 +137,7 @@ CATCH_TEST_CASE("A file that is not TorchScript is refused, naming the file", "[
 
 CATCH_TEST_CASE("A TorchScript model without parameters is refused", "[trainer][torchscript]") {
   testing::TempDir dir("torchscript");
-  torch::jit::Module module("Empty");
+  torch::jit::Module module = NewModule("Empty");
   module.register_buffer("scale", torch::ones({1}));
   module.define(R"(
     def forward(self, x):
@@ -144,7 +152,7 @@ CATCH_TEST_CASE("A TorchScript model without parameters is refused", "[trainer][
 CATCH_TEST_CASE("A TorchScript model with a float64 parameter is refused, naming it",
                 "[trainer][torchscript]") {
   testing::TempDir dir("torchscript");
-  torch::jit::Module module("Double");
+  torch::jit::Module module = NewModule("Double");
   module.register_parameter("w", torch::ones({784, 10}, torch::kFloat64), false);
   module.define(R"(
     def forward(self, x):
@@ -160,7 +168,7 @@ CATCH_TEST_CASE("A TorchScript model with a float64 parameter is refused, naming
 CATCH_TEST_CASE("A forward that fails on the data's batch is an error naming the file and the input shape",
                 "[trainer][torchscript]") {
   testing::TempDir dir("torchscript");
-  torch::jit::Module module("Wrong");
+  torch::jit::Module module = NewModule("Wrong");
   module.register_parameter("w", torch::ones({100, 10}), false);
   module.define(R"(
     def forward(self, x):
