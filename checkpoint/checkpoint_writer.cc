@@ -85,10 +85,12 @@ void CheckpointWriter::Write(Manifest manifest, std::vector<ServerState> servers
 
 void CheckpointWriter::WriteModel(std::string path, std::vector<TensorInfo> tensors,
                                   std::vector<PartitionInfo> partitions, std::vector<ServerState> servers,
-                                  std::map<std::string, std::string> metadata) {
+                                  std::map<std::string, std::string> metadata,
+                                  std::vector<ModelBuffer> buffers) {
   auto shared = std::make_shared<std::vector<ServerState>>(std::move(servers));
-  Post([this, path = std::move(path), tensors = std::move(tensors), partitions = std::move(partitions),
-        shared, metadata = std::move(metadata)] {
+  auto shared_buffers = std::make_shared<std::vector<ModelBuffer>>(std::move(buffers));
+  Post([this, path = std::move(path), tensors = std::move(tensors), partitions = std::move(partitions), shared,
+        shared_buffers, metadata = std::move(metadata)] {
     const auto start = std::chrono::steady_clock::now();
     Outcome outcome;
     outcome.kind = Outcome::Kind::kModel;
@@ -106,7 +108,7 @@ void CheckpointWriter::WriteModel(std::string path, std::vector<TensorInfo> tens
       }
       return Status::InvalidArgument("no server sent the weights of " + name);
     };
-    auto written = WriteModelFile(store_.fs(), path, tensors, partitions, weights, metadata);
+    auto written = WriteModelFile(store_.fs(), path, tensors, partitions, weights, metadata, *shared_buffers);
     outcome.status = written.ok() ? Status::Ok() : written.status();
     if (written.ok()) outcome.bytes = written->bytes;
     outcome.seconds = SecondsSince(start);

@@ -69,7 +69,8 @@ class CheckpointWriter {
   void Write(Manifest manifest, std::vector<ServerState> servers);
   // Queues the whole model, assembled from `servers`' partitions, to `path` (model_export.h).
   void WriteModel(std::string path, std::vector<TensorInfo> tensors, std::vector<PartitionInfo> partitions,
-                  std::vector<ServerState> servers, std::map<std::string, std::string> metadata);
+                  std::vector<ServerState> servers, std::map<std::string, std::string> metadata,
+                  std::vector<ModelBuffer> buffers = {});
 
   // The writes finished since the last call, in order.
   std::vector<Outcome> TakeFinished();

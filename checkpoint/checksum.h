@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "common/status.h"
+
 namespace hetps {
 
 // The CRC-32 of `size` bytes at `data` following bytes whose CRC-32 was `crc` (0 to start).
@@ -16,5 +18,9 @@ inline uint32_t Crc32(const void* data, size_t size) {
 
 // "crc32:1a2b3c4d", as manifests record it.
 std::string FormatCrc32(uint32_t crc);
+
+// FormatCrc32 of the whole file at `path` (a TorchScript model, say): NotFound or IoError naming
+// the file when it cannot be read.
+Result<std::string> FileChecksum(const std::string& path);
 
 }  // namespace hetps

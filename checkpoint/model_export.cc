@@ -11,7 +11,8 @@ Result<WrittenFile> WriteModelFile(FileSystem& fs, const std::string& path,
                                    const std::vector<TensorInfo>& tensors,
                                    const std::vector<PartitionInfo>& partitions,
                                    const PartitionWeights& weights,
-                                   std::map<std::string, std::string> metadata) {
+                                   std::map<std::string, std::string> metadata,
+                                   const std::vector<ModelBuffer>& buffers) {
   std::vector<std::vector<float>> whole(tensors.size());
   for (size_t t = 0; t < tensors.size(); ++t) whole[t].resize(static_cast<size_t>(tensors[t].numel()));
   for (const PartitionInfo& p : partitions) {
@@ -27,6 +28,9 @@ Result<WrittenFile> WriteModelFile(FileSystem& fs, const std::string& path,
   for (size_t t = 0; t < tensors.size(); ++t) {
     views.push_back(
         {tensors[t].name, "F32", tensors[t].shape, whole[t].data(), whole[t].size() * sizeof(float)});
+  }
+  for (const ModelBuffer& b : buffers) {
+    views.push_back({b.info.name, b.dtype, b.info.shape, b.bytes.data(), b.bytes.size()});
   }
   // torch's convention, which safetensors.torch.load_file reads.
   metadata.emplace("format", "pt");

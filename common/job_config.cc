@@ -302,6 +302,39 @@ bool LooksLikeHostPort(const std::string& text) {
          std::stoul(port) <= 65535;
 }
 
+// `model: mlp | cnn`, or `model: {torchscript: FILE, loss: cross_entropy | mse | nll}`.
+Status ReadModel(const YAML::Node& node, const std::string& source, const std::string& where,
+                 JobOptions* out) {
+  if (!node.IsMap()) {
+    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, {"mlp", "cnn"}, &out->model));
+    out->model_file.clear();
+    out->loss = Loss::kCrossEntropy;
+    return Status::Ok();
+  }
+  std::string file;
+  Loss loss = Loss::kCrossEntropy;
+  const std::vector<Field> fields = {
+      {"torchscript", [&](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &file); }},
+      {"loss",
+       [&](const YAML::Node& n, const std::string& w) {
+         std::string name;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"cross_entropy", "mse", "nll"}, &name));
+         loss = *ParseLoss(name);
+         return Status::Ok();
+       }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "model.", fields));
+  if (file.empty()) {
+    return Status::InvalidArgument(Where(source, node, "model.torchscript") +
+                                   ": required in a model map (the TorchScript file to train); "
+                                   "built-in models are written model: mlp | cnn");
+  }
+  out->model = "torchscript";
+  out->model_file = file;
+  out->loss = loss;
+  return Status::Ok();
+}
+
 std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   auto u32 = [](uint32_t* field, uint32_t min, uint32_t max) {
     return [=](const YAML::Node& n, const std::string& w) { return ReadInteger(n, w, min, max, field); };
@@ -311,9 +344,7 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   };
   return {
       {"model",
-       [o](const YAML::Node& n, const std::string& w) {
-         return ReadChoice(n, w, {"mlp", "cnn"}, &o->model);
-       }},
+       [o, source](const YAML::Node& n, const std::string& w) { return ReadModel(n, source, w, o); }},
       {"dataset", [o](const YAML::Node& n,
                       const std::string& w) { return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset); }},
       {"data",
@@ -441,6 +472,46 @@ ConsistencyMode FromWire(wire::Mode mode) {
   }
 }
 
+const char* LossName(Loss loss) {
+  switch (loss) {
+    case Loss::kMse:
+      return "mse";
+    case Loss::kNll:
+      return "nll";
+    default:
+      return "cross_entropy";
+  }
+}
+
+Result<Loss> ParseLoss(const std::string& name) {
+  if (name == "cross_entropy") return Loss::kCrossEntropy;
+  if (name == "mse") return Loss::kMse;
+  if (name == "nll") return Loss::kNll;
+  return Status::InvalidArgument("loss: '" + name + "' is not a loss; allowed: cross_entropy, mse, nll");
+}
+
+wire::Loss ToWire(Loss loss) {
+  switch (loss) {
+    case Loss::kMse:
+      return wire::Loss::Mse;
+    case Loss::kNll:
+      return wire::Loss::Nll;
+    default:
+      return wire::Loss::CrossEntropy;
+  }
+}
+
+Loss FromWire(wire::Loss loss) {
+  switch (loss) {
+    case wire::Loss::Mse:
+      return Loss::kMse;
+    case wire::Loss::Nll:
+      return Loss::kNll;
+    default:
+      return Loss::kCrossEntropy;
+  }
+}
+
 std::vector<std::string> JobFileKeys() {
   JobOptions unused;
   std::vector<std::string> keys;
@@ -471,7 +542,13 @@ Result<JobOptions> LoadJobFile(const std::string& path) {
   if (!in) return Status::NotFound("cannot read job file " + path);
   std::ostringstream text;
   text << in.rdbuf();
-  return ParseJobYaml(text.str(), path);
+  auto job = ParseJobYaml(text.str(), path);
+  // A model file is found next to the job file that names it, wherever the scheduler runs.
+  if (job.ok() && !job->model_file.empty() && job->model_file.front() != '/') {
+    const size_t slash = path.rfind('/');
+    if (slash != std::string::npos) job->model_file = path.substr(0, slash + 1) + job->model_file;
+  }
+  return job;
 }
 
 Status ValidateJobOptions(const JobOptions& o) {
@@ -506,8 +583,18 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument("dataset: '" + o.dataset + "' is unknown; allowed: fashion-mnist");
   }
   HETPS_RETURN_IF_ERROR(ValidateDataOptions(o.data));
-  if (o.model != "mlp" && o.model != "cnn") {
-    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn");
+  if (!o.model_file.empty()) {
+    if (o.model != "torchscript") {
+      return Status::InvalidArgument("model: '" + o.model + "' with a TorchScript file " + o.model_file +
+                                     "; give one or the other");
+    }
+  } else if (o.model != "mlp" && o.model != "cnn") {
+    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn, or " +
+                                   "{torchscript: FILE, loss: ...}");
+  } else if (o.loss != Loss::kCrossEntropy) {
+    return Status::InvalidArgument(std::string("loss: ") + LossName(o.loss) +
+                                   " needs a TorchScript model (model: {torchscript: FILE, loss: ...}); "
+                                   "the built-in models train with cross_entropy");
   }
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
   if (!o.http.listen.empty() && !LooksLikeHostPort(o.http.listen)) {
@@ -531,7 +618,14 @@ Status ValidateJobOptions(const JobOptions& o) {
 std::string JobOptionsToYaml(const JobOptions& o) {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  out << YAML::Key << "model" << YAML::Value << o.model;
+  if (o.model_file.empty()) {
+    out << YAML::Key << "model" << YAML::Value << o.model;
+  } else {
+    out << YAML::Key << "model" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "torchscript" << YAML::Value << o.model_file;
+    out << YAML::Key << "loss" << YAML::Value << LossName(o.loss);
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "dataset" << YAML::Value << o.dataset;
   {
     const DataOptions& d = o.data;

@@ -21,6 +21,16 @@ enum class Balance { kNone, kSpeed };
 
 enum class ConsistencyMode { kSync, kAsync, kSsp };
 
+// The training loss of a TorchScript model (built-in models train with cross entropy):
+// cross_entropy and nll take class labels and outputs [B, C] (logits, and log-probabilities for
+// nll); mse takes the label as a float target and an output [B] or [B, 1].
+enum class Loss { kCrossEntropy, kMse, kNll };
+
+const char* LossName(Loss loss);  // "cross_entropy", "mse", "nll"
+Result<Loss> ParseLoss(const std::string& name);
+wire::Loss ToWire(Loss loss);
+Loss FromWire(wire::Loss loss);
+
 const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp"
 const char* BalanceName(Balance balance);    // "none", "speed"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
@@ -55,7 +65,11 @@ struct HttpOptions {
 };
 
 struct JobOptions {
-  std::string model = "cnn";              // built-in model: mlp | cnn
+  std::string model = "cnn";              // built-in model: mlp | cnn; "torchscript" with
+                                          // model_file
+  std::string model_file;                 // model: {torchscript: FILE}: a TorchScript file the
+                                          // trainers load (docs/models.md); empty: built-in
+  Loss loss = Loss::kCrossEntropy;        // model: {loss: ...}: TorchScript models only
   std::string dataset = "fashion-mnist";  // the built-in data set, used when data.format is empty
   DataOptions data;                       // the job's own data files (docs/job_config.md, "Data")
   ConsistencyMode mode = ConsistencyMode::kSync;
@@ -109,7 +123,8 @@ std::vector<std::string> JobFileKeys();
 
 // Parses YAML text; `source` names it in errors (usually the file path).
 Result<JobOptions> ParseJobYaml(const std::string& text, const std::string& source);
-// Reads and parses a job file; NotFound naming the path when it cannot be read.
+// Reads and parses a job file; NotFound naming the path when it cannot be read. A relative
+// model.torchscript path is taken relative to the job file's directory.
 Result<JobOptions> LoadJobFile(const std::string& path);
 
 // The resolved job as YAML that ParseJobYaml reads back (every key, defaults included).

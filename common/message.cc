@@ -36,6 +36,8 @@ class WideVectors {
         return Vector(env.body_as_Weights()->versions());
       case wire::Body::DataPosition:
         return Vector(env.body_as_DataPosition()->held_next());
+      case wire::Body::EvalReport:
+        return Buffers(env.body_as_EvalReport()->buffers());
       default:
         return true;
     }
@@ -53,6 +55,14 @@ class WideVectors {
     if (tensors == nullptr) return true;
     for (const wire::TensorSpec* tensor : *tensors) {
       if (!Vector(tensor->shape())) return false;
+    }
+    return true;
+  }
+
+  bool Buffers(const flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>* buffers) const {
+    if (buffers == nullptr) return true;
+    for (const wire::BufferValue* buffer : *buffers) {
+      if (!Vector(buffer->spec()->shape())) return false;
     }
     return true;
   }

@@ -24,8 +24,8 @@ void RequestStop(int) {
 }
 
 struct Overrides {
-  std::string model, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir, model_out,
-      curve_keys, http;
+  std::string model, model_file, loss, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir,
+      model_out, curve_keys, http;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
@@ -37,7 +37,15 @@ struct Overrides {
 // Flags given on the command line replace the job file's values.
 hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::JobOptions* job) {
   auto given = [&](const char* flag) { return app.get_option(flag)->count() > 0; };
-  if (given("--model")) job->model = o.model;
+  if (given("--model")) {
+    job->model = o.model;
+    job->model_file.clear();
+  }
+  if (given("--model-file")) {
+    job->model = "torchscript";
+    job->model_file = o.model_file;
+  }
+  if (given("--loss")) job->loss = *hetps::ParseLoss(o.loss);
   if (given("--mode")) {
     auto mode = hetps::ParseMode(o.mode);
     if (!mode.ok()) return mode.status();
@@ -95,6 +103,12 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
   app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--model-file", o.model_file,
+                 "Train this TorchScript file (torch.jit.script(model).save(FILE)) instead of a "
+                 "built-in model: the job file's model: {torchscript: FILE}")
+      ->excludes("--model");
+  app.add_option("--loss", o.loss, "Loss of a TorchScript model: cross_entropy | mse | nll")
+      ->check(CLI::IsMember({"cross_entropy", "mse", "nll"}));
   app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp")
       ->check(CLI::IsMember({"sync", "async", "ssp"}));
   app.add_option("--staleness", o.staleness,
@@ -259,9 +273,11 @@ int main(int argc, char** argv) {
   status = scheduler.Run();
   const hetps::RunSummary& summary = scheduler.summary();
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
-  std::printf("final test accuracy %.4f (test loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n",
-              summary.final_test_accuracy, summary.final_test_loss, summary.epochs,
-              summary.epochs == 1 ? "" : "s", summary.samples_per_second, summary.wall_seconds,
-              job.summary.empty() ? "" : "; summary in ", job.summary.c_str());
+  const bool r2 = summary.metric == "r2";
+  std::printf("final test %s %.4f (test loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n",
+              r2 ? "R2" : "accuracy", r2 ? summary.final_test_r2 : summary.final_test_accuracy,
+              summary.final_test_loss, summary.epochs, summary.epochs == 1 ? "" : "s",
+              summary.samples_per_second, summary.wall_seconds, job.summary.empty() ? "" : "; summary in ",
+              job.summary.c_str());
   return 0;
 }

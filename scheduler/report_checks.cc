@@ -60,6 +60,10 @@ Status CheckEvalReport(const wire::EvalReport& report, const ReportBounds& bound
   if (!(accuracy >= 0 && accuracy <= 1)) {
     return Implausible("EvalReport.test_accuracy", std::to_string(accuracy), "0..1");
   }
+  // R² is at most 1; a diverged model may report NaN or any negative value.
+  if (report.r_squared() > 1 + 1e-9) {
+    return Implausible("EvalReport.r_squared", std::to_string(report.r_squared()), "at most 1");
+  }
   return Status::Ok();
 }
 

@@ -52,6 +52,9 @@ std::string RunSummary::ToJson() const {
   if (!ok) j["error"] = error;
   j["mode"] = mode;
   j["model"] = model;
+  j["torchscript"] = torchscript;
+  j["loss"] = loss;
+  j["metric"] = metric;
   j["optimizer"] = optimizer;
   j["epochs"] = epochs;
   j["global_batch_size"] = global_batch_size;
@@ -76,7 +79,10 @@ std::string RunSummary::ToJson() const {
   j["wall_seconds"] = wall_seconds;
   j["train_seconds"] = train_seconds;
   j["final_test_loss"] = final_test_loss;
-  j["final_test_accuracy"] = final_test_accuracy;
+  // The metric the job does not measure is null rather than a misleading 0.
+  const bool r2 = metric == "r2";
+  j["final_test_accuracy"] = r2 ? nlohmann::ordered_json() : nlohmann::ordered_json(final_test_accuracy);
+  j["final_test_r2"] = r2 ? nlohmann::ordered_json(final_test_r2) : nlohmann::ordered_json();
   j["weight_version"] = weight_version;
   j["staleness_mean"] = staleness.mean;
   j["staleness_p50"] = staleness.p50;
@@ -86,15 +92,17 @@ std::string RunSummary::ToJson() const {
   j["batch_share"] = batch_share;
   nlohmann::ordered_json evals = nlohmann::ordered_json::array();
   for (const Evaluation& e : evaluations) {
-    evals.push_back({{"epoch", e.epoch},
-                     {"final", e.final},
-                     {"weight_version", e.weight_version},
-                     {"test_loss", e.test_loss},
-                     {"test_accuracy", e.test_accuracy},
-                     {"test_samples", e.test_samples},
-                     {"wall_seconds", e.wall_seconds},
-                     {"samples_trained", e.samples_trained},
-                     {"snapshot", e.snapshot}});
+    evals.push_back(
+        {{"epoch", e.epoch},
+         {"final", e.final},
+         {"weight_version", e.weight_version},
+         {"test_loss", e.test_loss},
+         {"test_accuracy", r2 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.test_accuracy)},
+         {"test_r2", r2 ? nlohmann::ordered_json(e.test_r2) : nlohmann::ordered_json()},
+         {"test_samples", e.test_samples},
+         {"wall_seconds", e.wall_seconds},
+         {"samples_trained", e.samples_trained},
+         {"snapshot", e.snapshot}});
   }
   j["evaluations"] = evals;
   j["refusals"] = RefusalsJson(refusals);

@@ -16,7 +16,8 @@ struct Evaluation {
   bool final = false;
   uint64_t weight_version = 0;
   double test_loss = 0;
-  double test_accuracy = 0;
+  double test_accuracy = 0;  // classification only
+  double test_r2 = 0;        // regression (loss mse) only: 1 - SSE / SST on the test set
   uint64_t test_samples = 0;
   double wall_seconds = 0;       // since training started, when the weights were taken
   uint64_t samples_trained = 0;  // by then, over all trainers
@@ -89,6 +90,9 @@ struct RunSummary {
   std::string error;  // why the job failed
   std::string mode;
   std::string model;
+  std::string torchscript;  // a TorchScript model's file; empty for a built-in model
+  std::string loss = "cross_entropy";
+  std::string metric = "accuracy";  // what evaluations measure: accuracy, or r2 for loss mse
   std::string optimizer;
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
@@ -101,7 +105,8 @@ struct RunSummary {
   uint64_t samples_completed = 0;  // samples of data chunks reported trained, over all epochs
                                    // (epochs x samples per epoch once the job is complete)
   double final_test_loss = 0;
-  double final_test_accuracy = 0;
+  double final_test_accuracy = 0;  // metric accuracy
+  double final_test_r2 = 0;        // metric r2
   uint64_t weight_version = 0;
   StalenessSummary staleness;       // over every server's applied pushes
   uint64_t max_clock_gap = 0;       // largest clock gap between live trainers any server admitted

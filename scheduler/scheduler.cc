@@ -1,7 +1,9 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <filesystem>
 
+#include "checkpoint/checksum.h"
 #include "common/exposure.h"
 #include "common/logging.h"
 #include "common/refusal_log.h"
@@ -45,6 +47,15 @@ Scheduler::~Scheduler() = default;
 
 Status Scheduler::Start() {
   HETPS_RETURN_IF_ERROR(ValidateJobOptions(job_));
+  if (!job_.model_file.empty()) {
+    // Trainers started elsewhere on this machine (another working directory) find it too.
+    job_.model_file = std::filesystem::absolute(job_.model_file).lexically_normal().string();
+    auto checksum = FileChecksum(job_.model_file);
+    if (!checksum.ok()) return checksum.status().WithContext("model.torchscript");
+    model_checksum_ = *checksum;
+    HETPS_LOG(INFO) << "model: TorchScript file " << job_.model_file << " (" << model_checksum_ << "), loss "
+                    << LossName(job_.loss);
+  }
   // Members send the scheduler envelopes only, each at most kDefaultMaxEnvelopeBytes.
   SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);

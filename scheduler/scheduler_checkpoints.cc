@@ -183,8 +183,12 @@ void Scheduler::MaybeFinishCut() {
     writer_->Write(m, states);
   }
   if (final && !job_.model_out.empty()) {
-    writer_->WriteModel(job_.model_out, m.tensors, m.partitions, states,
-                        {{"hetps_mode", m.mode}, {"hetps_weight_version", std::to_string(cut.Version())}});
+    // Written once the final evaluation has reported the model's buffers (FinishJob).
+    pending_model_ =
+        PendingModel{m.tensors,
+                     m.partitions,
+                     states,
+                     {{"hetps_mode", m.mode}, {"hetps_weight_version", std::to_string(cut.Version())}}};
   }
   HETPS_LOG(DEBUG) << "cut " << cut.options().number << " complete at version " << cut.Version();
   cut_.reset();
@@ -240,6 +244,13 @@ void Scheduler::FinishJob() {
   if (writer_) {
     // The final checkpoint and the model are written first; Tick calls again.
     if (!final_cut_asked_ || cut_ || writer_->Busy()) return;
+    if (pending_model_) {
+      writer_->WriteModel(job_.model_out, std::move(pending_model_->tensors),
+                          std::move(pending_model_->partitions), std::move(pending_model_->states),
+                          std::move(pending_model_->metadata), model_buffers_);
+      pending_model_.reset();
+      return;
+    }
     PollWriter();
   }
   if (!output_error_.empty()) return BeginShutdown(true, output_error_);

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "checkpoint/safetensors_dtype.h"
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
 
@@ -23,12 +24,13 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
     e.weight_version = report->weight_version();
     e.test_loss = report->test_loss();
     e.test_accuracy = report->test_accuracy();
+    e.test_r2 = report->r_squared();
     e.test_samples = report->test_samples();
     summary_.evaluations.push_back(e);
     char line[256];
-    std::snprintf(line, sizeof(line), "at %s samples (%s): test accuracy %.4f, test loss %.4f",
+    std::snprintf(line, sizeof(line), "at %s samples (%s): %s, test loss %.4f",
                   WithThousands(e.samples_trained).c_str(), FormatDuration(e.wall_seconds).c_str(),
-                  e.test_accuracy, e.test_loss);
+                  MetricText(e).c_str(), e.test_loss);
     display_.Note(line);
     HETPS_LOG(INFO) << line;
     return;
@@ -43,13 +45,21 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   e.weight_version = report->weight_version();
   e.test_loss = report->test_loss();
   e.test_accuracy = report->test_accuracy();
+  e.test_r2 = report->r_squared();
   e.test_samples = report->test_samples();
   e.wall_seconds = SecondsSince(training_started_);
   e.samples_trained = SamplesTrained();
   summary_.evaluations.push_back(e);
+  if (e.final) {
+    Status kept = KeepModelBuffers(*report);
+    if (!kept.ok()) {
+      HETPS_LOG(WARNING) << "the model's buffers from " << member.Describe()
+                         << " are left out of the exported model: " << kept.message();
+    }
+  }
   char line[256];
-  std::snprintf(line, sizeof(line), "%s epoch %u: test accuracy %.4f, test loss %.4f (%s samples, %s)",
-                e.final ? "final," : "after", e.epoch + 1, e.test_accuracy, e.test_loss,
+  std::snprintf(line, sizeof(line), "%s epoch %u: %s, test loss %.4f (%s samples, %s)",
+                e.final ? "final," : "after", e.epoch + 1, MetricText(e).c_str(), e.test_loss,
                 WithThousands(e.samples_trained).c_str(), FormatDuration(e.wall_seconds).c_str());
   display_.Note(line);
   HETPS_LOG(INFO) << line;
@@ -60,6 +70,56 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
     return FinishJob();
   }
   MaybeRequestEvaluation();
+}
+
+std::string Scheduler::MetricText(const Evaluation& e) const {
+  char text[64];
+  if (job_.loss == Loss::kMse) {
+    std::snprintf(text, sizeof(text), "test R2 %.4f", e.test_r2);
+  } else {
+    std::snprintf(text, sizeof(text), "test accuracy %.4f", e.test_accuracy);
+  }
+  return text;
+}
+
+Status Scheduler::KeepModelBuffers(const wire::EvalReport& report) {
+  model_buffers_.clear();
+  if (report.buffers() == nullptr) return Status::Ok();
+  std::vector<ModelBuffer> buffers;
+  for (const wire::BufferValue* value : *report.buffers()) {
+    ModelBuffer buffer;
+    buffer.info.name = value->spec()->name()->str();
+    if (value->spec()->shape())
+      buffer.info.shape.assign(value->spec()->shape()->begin(), value->spec()->shape()->end());
+    buffer.info.dtype = value->spec()->dtype();
+    buffer.dtype = SafetensorsDType(buffer.info.dtype);
+    const size_t element_bytes = SafetensorsDTypeSize(buffer.dtype);
+    if (element_bytes == 0)
+      return Status::InvalidArgument("buffer " + buffer.info.name + " has an unknown dtype");
+    int64_t elements = 1;
+    for (int64_t d : buffer.info.shape) {
+      if (d < 0 || (d > 0 && elements > (int64_t{1} << 40) / d)) {
+        return Status::InvalidArgument("buffer " + buffer.info.name + " has an impossible shape");
+      }
+      elements *= d;
+    }
+    if (value->data()->size() != static_cast<uint64_t>(elements) * element_bytes) {
+      return Status::InvalidArgument("buffer " + buffer.info.name + " holds " +
+                                     std::to_string(value->data()->size()) + " bytes, not " +
+                                     std::to_string(elements * element_bytes));
+    }
+    if (shard_map_) {
+      for (const TensorInfo& t : shard_map_->tensors()) {
+        if (t.name == buffer.info.name) {
+          return Status::InvalidArgument("buffer " + buffer.info.name + " has the name of a parameter");
+        }
+      }
+    }
+    buffer.bytes.assign(value->data()->begin(), value->data()->end());
+    buffers.push_back(std::move(buffer));
+  }
+  model_buffers_ = std::move(buffers);
+  return Status::Ok();
 }
 
 uint64_t Scheduler::SamplesTrained() {

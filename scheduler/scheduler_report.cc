@@ -13,6 +13,9 @@ void Scheduler::FillSummary() {
   s.error = failure_;
   s.mode = ModeName(job_.mode);
   s.model = job_.model;
+  s.torchscript = job_.model_file;
+  s.loss = LossName(job_.loss);
+  s.metric = job_.loss == Loss::kMse ? "r2" : "accuracy";
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.epochs = job_.epochs;
   s.global_batch_size = job_.global_batch_size;
@@ -55,6 +58,7 @@ void Scheduler::FillSummary() {
     if (e.final) {
       s.final_test_loss = e.test_loss;
       s.final_test_accuracy = e.test_accuracy;
+      s.final_test_r2 = e.test_r2;
     }
   }
 }

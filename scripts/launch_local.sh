@@ -10,6 +10,8 @@
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE
+#   --model-file FILE.pt  a TorchScript model instead of a built-in one (docs/models.md), with
+#   --loss cross_entropy|mse|nll  its loss (default cross_entropy)
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu), or one per trainer: --device cuda,cpu
 #   --data-dir DIR   --threads N (default 1)

@@ -8,6 +8,7 @@
 
 #include "common/logging.h"
 #include "trainer/device/device.h"
+#include "trainer/models/loss.h"
 
 namespace hetps {
 
@@ -61,8 +62,7 @@ Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
 
 Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version) {
   const auto start = std::chrono::steady_clock::now();
-  double loss_sum = 0;
-  int64_t correct = 0;
+  TestMeasures measures(options_.loss);
   const int64_t n = test_.size();
   std::vector<int64_t> indices;
   try {
@@ -73,12 +73,7 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
       indices.resize(static_cast<size_t>(end - begin));
       std::iota(indices.begin(), indices.end(), begin);
       Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
-      torch::Tensor logits = model_.forward(batch.input);
-      loss_sum +=
-          torch::nn::functional::cross_entropy(
-              logits, batch.target, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum))
-              .item<double>();
-      correct += logits.argmax(1).eq(batch.target).sum().item<int64_t>();
+      measures.Add(model_.forward(batch.input), batch.target);
       HETPS_RETURN_IF_ERROR(control_.Check());  // stop when the scheduler is gone
     }
     model_.train();
@@ -86,15 +81,47 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
     return Status::Internal("LibTorch failed evaluating model " + options_.model_name + " on " +
                             DeviceDescription(device_) + ": " + e.what_without_backtrace());
   }
-  const double accuracy = n > 0 ? static_cast<double>(correct) / n : 0;
-  const double loss = n > 0 ? loss_sum / n : 0;
-  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n << " test images: accuracy "
-                  << accuracy << ", loss " << loss << " ("
+  const bool regression = options_.loss == Loss::kMse;
+  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n
+                  << " test samples: " << (regression ? "R2 " : "accuracy ")
+                  << (regression ? measures.r_squared() : measures.accuracy()) << ", loss "
+                  << measures.mean_loss() << " ("
                   << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s)";
   flatbuffers::FlatBufferBuilder fbb(128);
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>> buffers;
+  if (final) {
+    HETPS_ASSIGN_OR_RETURN(buffers, BuildBuffers(fbb));
+  }
   auto body =
-      wire::CreateEvalReport(fbb, epoch, final, version, loss, accuracy, static_cast<uint64_t>(n), snapshot);
+      wire::CreateEvalReport(fbb, epoch, final, version, measures.mean_loss(), measures.accuracy(),
+                             static_cast<uint64_t>(n), snapshot, regression, measures.r_squared(), buffers);
   return control_.Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
+}
+
+Result<flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>>>
+Evaluator::BuildBuffers(flatbuffers::FlatBufferBuilder& fbb) {
+  std::vector<flatbuffers::Offset<wire::BufferValue>> values;
+  for (const auto& item : model_.named_buffers()) {
+    std::string name = item.key();
+    torch::Tensor host;
+    try {
+      host = item.value().to(torch::kCPU).contiguous();
+    } catch (const c10::Error& e) {
+      return Status::Internal("copying buffer " + name + " of model " + options_.model_name + " from " +
+                              DeviceDescription(device_) + ": " + e.what_without_backtrace());
+    }
+    const wire::DType dtype = WireDTypeOf(host.scalar_type());
+    if (dtype == wire::DType::Other) {
+      HETPS_LOG(WARNING) << "buffer " << name << " of model " << options_.model_name
+                         << " has a dtype the exported model cannot hold; left out";
+      continue;
+    }
+    const std::vector<int64_t> shape = host.sizes().vec();
+    auto spec = wire::CreateTensorSpecDirect(fbb, name.c_str(), &shape, dtype);
+    auto data = fbb.CreateVector(static_cast<const uint8_t*>(host.data_ptr()), host.nbytes());
+    values.push_back(wire::CreateBufferValue(fbb, spec, data));
+  }
+  return fbb.CreateVector(values);
 }
 
 }  // namespace hetps

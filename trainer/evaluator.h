@@ -1,5 +1,6 @@
 // Evaluator: a trainer's evaluations on the test set, when the scheduler asks. An evaluation pulls
-// the newest weights, runs the model over the whole test set and reports loss and accuracy. A
+// the newest weights, runs the model over the whole test set and reports loss and accuracy (R²
+// for loss mse); a final one also sends the model's buffers (docs/models.md, "Buffers"). A
 // snapshot (eval_interval_samples) pulls the newest weights and keeps a copy, evaluated only
 // before the final evaluation, so that periodic evaluations cost no training time.
 //
@@ -14,6 +15,7 @@
 #include <torch/types.h>
 
 #include "common/control_channel.h"
+#include "common/job_config.h"
 #include "common/status.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/model_buffers.h"
@@ -27,6 +29,7 @@ class Evaluator {
   struct Options {
     uint32_t batch_size = 250;  // test samples per forward pass
     std::string model_name;     // for logs and error messages
+    Loss loss = Loss::kCrossEntropy;  // mse: report R² instead of accuracy
   };
 
   Evaluator(Model& model, ModelBuffers& buffers, PsClient& client, ControlChannel& control, Sender& sender,
@@ -50,6 +53,9 @@ class Evaluator {
   Result<uint64_t> PullLatest(uint64_t clock);
   // Runs the model as it is on the whole test set and reports the result.
   Status EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version);
+  // The model's buffers (not parameters) as BufferValues, to go with a final report.
+  Result<flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>>> BuildBuffers(
+      flatbuffers::FlatBufferBuilder& fbb);
 
   Model& model_;
   ModelBuffers& buffers_;

@@ -9,6 +9,13 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   if (job == nullptr) return Status::Protocol("the scheduler admitted this trainer without a job");
   JobInfo info;
   info.model = job->model()->str();
+  if (job->model_file()) info.model_file = job->model_file()->str();
+  if (job->model_checksum()) info.model_checksum = job->model_checksum()->str();
+  info.loss = FromWire(job->loss());
+  if (!info.model_file.empty() && info.model_checksum.empty()) {
+    return Status::Protocol("the scheduler named the model file " + info.model_file +
+                            " without its checksum");
+  }
   info.mode = FromWire(job->mode());
   info.epochs = job->epochs();
   info.batch_size = job->batch_size();

@@ -13,7 +13,10 @@
 namespace hetps {
 
 struct JobInfo {
-  std::string model;
+  std::string model;           // built-in name, or "torchscript"
+  std::string model_file;      // TorchScript: the file's path on the scheduler's machine
+  std::string model_checksum;  // TorchScript: "crc32:..." of the file's bytes
+  Loss loss = Loss::kCrossEntropy;
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t epochs = 1;
   uint32_t batch_size = 1;  // this trainer's samples per step; balance: speed changes it

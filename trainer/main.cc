@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
                  "Directory with the Fashion-MNIST .gz files; relative paths of the job's data section are "
                  "read under it")
       ->default_val(options.data_dir);
+  app.add_option("--model-file", options.model_file,
+                 "This machine's copy of the job's TorchScript file, when it is not at the path the "
+                 "scheduler names (its checksum must match)");
   app.add_option("--threads", threads,
                  "Compute threads for LibTorch on the CPU (default 1: processes sharing a machine "
                  "slow each other down badly with more)")

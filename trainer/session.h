@@ -55,6 +55,13 @@ class Trainer::Session {
   // the training file is not here.
   bool UsesServedData() const;
   Status BuildModelOnDevice();
+  // The job's model with its initial weights on `device`: a built-in one built with the job's
+  // seed, or the TorchScript file (checked against the scheduler's checksum).
+  Result<std::shared_ptr<Model>> LoadModel(torch::Device device);
+  // "cnn", or "torchscript FILE" for logs and errors.
+  std::string ModelName() const {
+    return job_.model_file.empty() ? job_.model : "torchscript " + job_.model_file;
+  }
   Status ConnectToServers();
   Status TrainEpochs();
   // One step on `indices` (none: take part in the sync round without data).

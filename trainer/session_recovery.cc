@@ -49,7 +49,7 @@ Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
   HETPS_RETURN_IF_ERROR(client_->Reconnect(endpoints, keys));
   if (resume.reinitialize()) {
     // Nothing to restore from: the restored servers take the initial weights, offered again.
-    auto initial = BuildModel(job_.model, job_.seed);
+    auto initial = LoadModel(torch::kCPU);
     if (!initial.ok()) return initial.status();
     auto buffers = ModelBuffers::Create(**initial, torch::kCPU);
     if (!buffers.ok()) return buffers.status();

@@ -1,16 +1,20 @@
 // Trainer::Session's setting up (trainer/session.h): joining the scheduler, loading the data,
 // building the model on its device, connecting to the servers from the shard map, and the first
 // pull of the weights.
+#include <algorithm>
+#include <filesystem>
+#include <numeric>
+
 #include <torch/torch.h>
 
-#include <filesystem>
-
+#include "checkpoint/checksum.h"
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/transport.h"
 #include "trainer/device/blas_check.h"
 #include "trainer/device/device.h"
 #include "trainer/device/torch_build.h"
+#include "trainer/models/torchscript_model.h"
 #include "trainer/session.h"
 
 namespace hetps {
@@ -49,7 +53,8 @@ Status Trainer::Session::Setup() {
   StepRunner::Options step_options;
   step_options.overlap = options_.overlap;
   step_options.slowdown = options_.slowdown;
-  step_options.model_name = job_.model;
+  step_options.model_name = ModelName();
+  step_options.loss = job_.loss;
   if (copy_stream_) {
     auto staging =
         GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
@@ -60,7 +65,8 @@ Status Trainer::Session::Setup() {
   step_ = std::make_unique<StepRunner>(*model_, *buffers_, *client_, train_, device_, step_options);
   Evaluator::Options eval_options;
   eval_options.batch_size = job_.eval_batch_size;
-  eval_options.model_name = job_.model;
+  eval_options.model_name = ModelName();
+  eval_options.loss = job_.loss;
   evaluator_ = std::make_unique<Evaluator>(*model_, *buffers_, *client_, *control_, sender_, test_, device_,
                                            eval_options);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
@@ -115,7 +121,7 @@ Status Trainer::Session::JoinScheduler() {
         "--data-from-scheduler: the job does not serve its data (it needs serve: true in its data section)");
   }
   HETPS_LOG(INFO) << "joined the scheduler at " << options_.scheduler << " on " << info.device << "; model "
-                  << job_.model << ", " << ModeName(job_.mode) << ", batch " << job_.batch_size;
+                  << ModelName() << ", " << ModeName(job_.mode) << ", batch " << job_.batch_size;
   return Status::Ok();
 }
 
@@ -159,15 +165,47 @@ Status Trainer::Session::LoadData() {
   return Status::Ok();
 }
 
+Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device) {
+  if (job_.model_file.empty()) return BuildModel(job_.model, job_.seed);
+  const std::string path = options_.model_file.empty() ? job_.model_file : options_.model_file;
+  auto checksum = FileChecksum(path);
+  if (!checksum.ok()) {
+    return Status::NotFound("the job's model file " + path + " cannot be read on this machine (" +
+                            checksum.status().message() +
+                            "); copy it here, at the same path or give its place with --model-file");
+  }
+  if (*checksum != job_.model_checksum) {
+    return Status::InvalidArgument("model file " + path + " differs from the scheduler's " + job_.model_file +
+                                   " (" + *checksum + " here, " + job_.model_checksum + " there)");
+  }
+  return LoadTorchScriptModel(path, device);
+}
+
 Status Trainer::Session::BuildModelOnDevice() {
-  auto model = BuildModel(job_.model, job_.seed);
+  // A TorchScript file is loaded straight onto the device; a built-in model is built on the CPU.
+  auto model = LoadModel(job_.model_file.empty() ? torch::Device(torch::kCPU) : device_);
   if (!model.ok()) return model.status();
   model_ = *model;
+  if (!job_.model_file.empty()) {
+    const std::string path = options_.model_file.empty() ? job_.model_file : options_.model_file;
+    const int64_t count = std::min<int64_t>(2, train_.size());
+    std::vector<int64_t> indices(static_cast<size_t>(count));
+    std::iota(indices.begin(), indices.end(), 0);
+    const int64_t classes = count > 0 ? train_.labels.max().item<int64_t>() + 1 : 1;
+    try {
+      Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
+      HETPS_RETURN_IF_ERROR(CheckModelOnBatch(*model_, "model file " + path, batch.input, job_.loss,
+                                              std::max<int64_t>(classes, kFashionMnistClasses)));
+    } catch (const c10::Error& e) {
+      return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
+                              e.what_without_backtrace());
+    }
+  }
   try {
     copy_stream_ = options_.copy_stream ? options_.copy_stream() : MakeCopyStream(device_);
     model_->to(device_);
   } catch (const c10::Error& e) {
-    return Status::Internal("moving model " + job_.model + " to " + DeviceDescription(device_) + ": " +
+    return Status::Internal("moving model " + ModelName() + " to " + DeviceDescription(device_) + ": " +
                             e.what_without_backtrace());
   }
   auto buffers = ModelBuffers::Create(*model_, device_, copy_stream_.get());

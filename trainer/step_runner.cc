@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "trainer/device/device.h"
+#include "trainer/models/loss.h"
 
 namespace hetps {
 namespace {
@@ -85,7 +86,7 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
     Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
     buffers_.ClearGradients();
     const auto forward_start = Clock::now();
-    torch::Tensor loss = torch::nn::functional::cross_entropy(model_.forward(batch.input), batch.target);
+    torch::Tensor loss = BatchLoss(options_.loss, model_.forward(batch.input), batch.target);
     const auto backward_start = Clock::now();
     const double hand_off_before = timings_.hand_off;
     in_backward_ = true;

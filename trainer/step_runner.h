@@ -23,6 +23,7 @@
 
 #include <torch/types.h>
 
+#include "common/job_config.h"
 #include "common/status.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/compute_thread.h"
@@ -40,6 +41,7 @@ class StepRunner {
     bool overlap = true;     // push each gradient as backward produces it
     double slowdown = 1;     // >= 1: see Pacer
     std::string model_name;  // for error messages
+    Loss loss = Loss::kCrossEntropy;
     // Where gradients leave the device (null on the CPU: pushed in place); must outlive the runner.
     GradientStaging* staging = nullptr;
   };

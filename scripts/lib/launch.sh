@@ -27,7 +27,7 @@ need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "$tool: $1 needs a value" >&2; 
 # The flags that override the job file; both launchers hand them to hetps-scheduler unchanged.
 is_job_flag() {
   case $1 in
-    --config|--servers|--trainers|--mode|--model|--epochs|--optimizer|--lr|--momentum|\
+    --config|--servers|--trainers|--mode|--model|--model-file|--loss|--epochs|--optimizer|--lr|--momentum|\
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
     --staleness-aware-lr|--balance|--eval-interval-samples|--wire-dtype|--checkpoint-interval)
       return 0 ;;

@@ -3,9 +3,8 @@
 #include <torch/torch.h>
 
 namespace hetps {
-namespace {
 
-wire::DType ToWireDType(c10::ScalarType type) {
+wire::DType WireDTypeOf(c10::ScalarType type) {
   switch (type) {
     case c10::ScalarType::Float:
       return wire::DType::F32;
@@ -26,8 +25,6 @@ wire::DType ToWireDType(c10::ScalarType type) {
   }
 }
 
-}  // namespace
-
 Status ModelBuffers::TorchFailure(size_t i, const std::string& what, const c10::Error& error) const {
   return Status::Internal(what + " " + signature_[i].name + " on " + device_.str() + ": " +
                           error.what_without_backtrace());
@@ -46,7 +43,7 @@ Result<std::unique_ptr<ModelBuffers>> ModelBuffers::Create(Model& model, torch::
     TensorInfo info;
     info.name = item.key();
     info.shape = param.sizes().vec();
-    info.dtype = ToWireDType(param.scalar_type());
+    info.dtype = WireDTypeOf(param.scalar_type());
     if (info.dtype != wire::DType::F32) {
       return Status::InvalidArgument("parameter " + info.ToString() +
                                      " is not float32; hetps servers hold float32 parameters");

@@ -28,6 +28,9 @@ struct HostTensors {
   std::shared_ptr<const void> owner;
 };
 
+// The wire's name for a tensor's element type; wire::DType::Other when it has none.
+wire::DType WireDTypeOf(c10::ScalarType type);
+
 class ModelBuffers {
  public:
   // InvalidArgument naming the parameter when one is not float32; Internal naming it and the
