@@ -91,8 +91,8 @@ int main(int argc, char** argv) {
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
   app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
-  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp")
-      ->check(CLI::IsMember({"sync", "async", "ssp"}));
+  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp | auto")
+      ->check(CLI::IsMember({"sync", "async", "ssp", "auto"}));
   app.add_option("--staleness", o.staleness,
                  "ssp: how many clocks a trainer may run ahead of the slowest live one")
       ->check(CLI::Range(0, 10000));

@@ -372,6 +372,17 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->epoch() == 1);
         CATCH_CHECK_FALSE(b->reinitialize());
       }};
+  cases[wire::Body::ModeSwitch] = {
+      [](Builder& fbb) {
+        return wire::CreateModeSwitchDirect(fbb, 300, wire::Mode::Ssp, 12, "a stall").Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::ModeSwitch>();
+        CATCH_CHECK(b->from_clock() == 300);
+        CATCH_CHECK(b->mode() == wire::Mode::Ssp);
+        CATCH_CHECK(b->staleness() == 12);
+        CATCH_CHECK(b->reason()->str() == "a stall");
+      }};
   return cases;
 }
 
