@@ -28,7 +28,9 @@ wait_for_line "$work/scheduler.log" "mode auto: .* -> sync (balanced)" 60 ||
   fail "the steady trainers were not switched to balanced sync"
 stalls=0
 deadline=$((SECONDS + 40))
-until grep -q -- "-> ssp (staleness [0-9]*) from step [0-9]*: a trainer stalled" "$work/scheduler.log"; do
+stalled_switches() { grep -c -- "-> ssp (staleness [0-9]*) from step [0-9]*: a trainer stalled" "$work/scheduler.log" || true; }
+before=$(stalled_switches)
+until (($(stalled_switches) > before)); do
   ((SECONDS < deadline)) || { kill -CONT "$victim" 2>/dev/null || true; fail "no switch to ssp after $stalls stalls"; }
   kill -STOP "$victim"
   sleep 1.2
