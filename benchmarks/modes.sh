@@ -1,25 +1,38 @@
 #!/usr/bin/env bash
-# Which consistency mode to pick when one machine is slower than another: runs the same job —
-# the demo job (configs/fashion_mnist.yaml: FashionCNN on Fashion-MNIST, SGD lr 0.05 momentum
-# 0.9, global batch 64) on one server and two trainers, one of them made four times slower
-# (--slowdown 1,4), one compute thread each — in every mode, evaluating on the whole test set at
-# a fixed interval of samples, and reports time to accuracy for each.
+# Does the slow machine help? Time to accuracy of every consistency mode, and of mode auto,
+# against the fast machine alone, on simulated home clusters (scripts/sim_cluster.sh, root) or,
+# with --local, on this host with a sleeping trainer (--slowdown).
 #
-#   benchmarks/modes.sh [--quick] [--epochs N] [--eval-interval N] [--out DIR]
+#   benchmarks/modes.sh [--local] [--quick] [--scenarios A,B] [--seeds N] [--model mlp|cnn]
+#                       [--epochs N] [--eval-interval N] [--target X] [--out DIR]
 #                       [--build-dir DIR] [--no-build]
 #
-# Cases, each one scripts/launch_local.sh command: sync; sync with --balance speed; async; async
-# with the staleness-aware learning rate; ssp with staleness 1, 3 and 8; the fast trainer alone.
-# Writes DIR/modes.md (the table, with the command and the machine), DIR/modes.json (figures and
-# accuracy curves per case) and DIR/modes.png (test accuracy against wall time), and keeps each
-# case's logs and summary in DIR/modes-runs/. DIR defaults to benchmarks/results.
-#   --quick            every case on the mlp and 40,000 samples, to check that it works (~1 min)
-#   --epochs N         epochs per case (default 1; 2 take about half an hour)
-#   --eval-interval N  samples trained (over both trainers) between evaluations (default 5000)
-#   --build-dir DIR    where the binaries are built (default build); built with
-#                      scripts/build.sh --binaries-only unless --no-build
-# A full run takes about 15 minutes on 2 cores. A case that fails is named with the end of its
-# log, marked failed in the table, and the others still run; the script then exits 1.
+# Scenarios (benchmarks/clusters/NAME.yaml): equal (two machines of 0.9 cores), home (1.2 : 0.3
+# cores, 1 : 0.25), home-slowlink (home with the slow machine on 100 Mbit), stalls (equal, the
+# laptop frozen 4 s of every 15 s). With --local only equal (--slowdown 1,1) and home (1,4)
+# exist. Cases in each scenario: the fast machine alone and the slow one alone (the baselines:
+# their samples/s added up is the sum the two could reach), sync, sync balanced by speed, async,
+# ssp (bound 3; in stalls also 16) and auto. Each case runs --seeds times (different --seed: the
+# initial weights and the data order), interleaved: seed by seed, scenario by scenario, case by
+# case, so that the host's drift falls on every case alike.
+# Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64) with the model, an
+# evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
+# the weights after training, so they cost no training time).
+# Writes DIR/modes.md (per scenario: median and range over the seeds of the seconds to --target,
+# samples/s and final accuracy), DIR/modes.json (per scenario fast_alone_seconds_to_target,
+# best_mode, best_seconds_to_target, auto_seconds_to_target, speedup_vs_fast_alone, each a median,
+# and every run's figures and curve) and DIR/modes.png (median accuracy against time with the
+# range as a band), and keeps each run's logs and summary in DIR/modes-runs/.
+#   --quick            the home scenario, mlp, 20,000 samples, one seed, the cases fast alone,
+#                      slow alone, sync balanced, async and auto (a few minutes)
+#   --seeds N          runs per case (default 3)
+#   --model mlp|cnn    default mlp (target 0.85); cnn's target is 0.88
+#   --epochs N         default 2 (the mlp reaches 0.85 around the end of its first epoch)
+#   --target X         the accuracy timed (default 0.85 for mlp, 0.88 for cnn)
+#   --build-dir DIR    where the binaries are (default build); built with scripts/build.sh
+#                      --binaries-only unless --no-build
+# A case that fails is named with the end of its output, marked failed, and the others still
+# run; the script then exits 1.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -27,17 +40,27 @@ out="$root/benchmarks/results"
 build_dir="$root/build"
 build=1
 quick=0
-epochs=1
-interval=5000
+local_form=0
+seeds=3
+model=mlp
+epochs=2
+interval=2000
+target=""
+scenarios=""
 command_line="benchmarks/modes.sh${*:+ $*}"
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "modes.sh: $1 needs a value" >&2; exit 2; }; }
 while (($#)); do
   case $1 in
+    --local) local_form=1; shift ;;
     --quick) quick=1; shift ;;
+    --scenarios) need_value "$@"; scenarios=$2; shift 2 ;;
+    --seeds) need_value "$@"; seeds=$2; shift 2 ;;
+    --model) need_value "$@"; model=$2; shift 2 ;;
     --epochs) need_value "$@"; epochs=$2; shift 2 ;;
     --eval-interval) need_value "$@"; interval=$2; shift 2 ;;
+    --target) need_value "$@"; target=$2; shift 2 ;;
     --out) need_value "$@"; out=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -45,61 +68,126 @@ while (($#)); do
     *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-# The cases run from the repository root (so the job line in the report can be pasted there);
-# paths given relative to where modes.sh was started keep their meaning.
+[[ $model == mlp || $model == cnn ]] || { echo "modes.sh: --model is mlp or cnn, not '$model'" >&2; exit 2; }
+[[ $seeds =~ ^[1-9][0-9]*$ ]] || { echo "modes.sh: --seeds must be a positive number, not '$seeds'" >&2; exit 2; }
+[[ -n $target ]] || target=$([[ $model == mlp ]] && echo 0.85 || echo 0.88)
+
+if ((local_form)); then
+  known=(equal home)
+else
+  known=(equal home home-slowlink stalls)
+fi
+if ((quick)); then
+  seeds=1
+  [[ -n $scenarios ]] || scenarios=home
+fi
+[[ -n $scenarios ]] || scenarios=$(IFS=,; echo "${known[*]}")
+IFS=, read -r -a chosen <<<"$scenarios"
+for s in "${chosen[@]}"; do
+  [[ " ${known[*]} " == *" $s "* ]] ||
+    { echo "modes.sh: scenario '$s' is not one of: ${known[*]}$( ((local_form)) && echo ' (with --local)')" >&2; exit 2; }
+done
+
+if ((!local_form)); then
+  source "$root/scripts/lib/sim_machines.sh"
+  reason=$(sim_unavailable)
+  [[ -z $reason ]] || { echo "modes.sh: the cluster in a box is unavailable: $reason (or use --local)" >&2; exit 2; }
+fi
+
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [[ $build_dir = /* ]] || build_dir="$PWD/$build_dir"
 cd "$root"
 
-job=(--config configs/fashion_mnist.yaml --servers 1 --epochs "$epochs")
-if ((quick)); then
-  job+=(--model mlp --max-train-samples 40000)
-else
-  job+=(--model cnn)
-fi
-job+=(--eval-interval-samples "$interval")
+job=(--config benchmarks/modes.yaml --model "$model" --epochs "$epochs" --eval-interval-samples "$interval")
+((quick)) && job+=(--max-train-samples 20000)
 
-cases=(
-  "sync|--mode sync --trainers 2 --slowdown 1,4"
-  "sync, balance speed|--mode sync --balance speed --trainers 2 --slowdown 1,4"
-  "async|--mode async --trainers 2 --slowdown 1,4"
-  "async, staleness-aware lr|--mode async --staleness-aware-lr true --trainers 2 --slowdown 1,4"
-  "ssp s=1|--mode ssp --staleness 1 --trainers 2 --slowdown 1,4"
-  "ssp s=3|--mode ssp --staleness 3 --trainers 2 --slowdown 1,4"
-  "ssp s=8|--mode ssp --staleness 8 --trainers 2 --slowdown 1,4"
-  "fast trainer alone|--mode sync --trainers 1 --slowdown 1"
-)
+# The cases of a scenario: "name|flags". The baselines' names are fixed (the report finds them).
+cases_of() {
+  local scenario=$1
+  local fast slow
+  if ((local_form)); then
+    fast="--trainers 1 --slowdown 1"
+    slow="--trainers 1 --slowdown $([[ $scenario == home ]] && echo 4 || echo 1)"
+  else
+    local spec=benchmarks/clusters/$scenario.yaml
+    local machines
+    machines=$(awk -F: '/^[a-z0-9-]+:/ { print $1 }' "$spec" | tr '\n' ' ')
+    read -r fast_machine slow_machine _ <<<"$machines"
+    fast="--only $fast_machine"
+    slow="--slow-alone"   # the spec less the fast machine's trainer (see slow_spec)
+  fi
+  echo "fast alone|--mode sync $fast"
+  echo "slow alone|--mode sync $slow"
+  ((quick)) || echo "sync|--mode sync"
+  echo "sync balanced|--mode sync --balance speed"
+  echo "async|--mode async"
+  ((quick)) || echo "ssp s=3|--mode ssp --staleness 3"
+  if ((!quick)) && [[ $scenario == stalls ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi
+  echo "auto|--mode auto"
+}
+
+# The slow machine alone still needs the server and scheduler where the spec puts them: the
+# scenario's spec with the first machine's trainer role removed.
+slow_spec() {
+  /usr/bin/python3 - "benchmarks/clusters/$1.yaml" "$2" <<'PY'
+import sys, yaml
+spec = yaml.safe_load(open(sys.argv[1]))
+first = next(iter(spec))
+spec[first]["roles"] = [r for r in spec[first]["roles"] if r != "trainer"]
+with open(sys.argv[2], "w") as f:
+    f.write("# " + sys.argv[1] + " without the trainer of " + first + " (modes.sh's slow-alone baseline)\n")
+    yaml.safe_dump(spec, f, default_flow_style=None, sort_keys=False)
+PY
+}
 
 if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only; fi
 runs="$out/modes-runs"
 rm -rf "$runs"
 mkdir -p "$runs"
+manifest="$runs/manifest.tsv"   # scenario, case, seed, flags, summary ("" when the run failed)
+: > "$manifest"
 
 failed=()
-results=()   # mode|flags|summary path; an empty path marks a case that failed
 start=$SECONDS
-for i in "${!cases[@]}"; do
-  name=${cases[i]%%|*}
-  read -r -a flags <<<"${cases[i]#*|}"
-  dir="$runs/case-$((i + 1))"
-  echo "modes.sh: [$((i + 1))/${#cases[@]}] $name"
-  if scripts/launch_local.sh "${job[@]}" "${flags[@]}" --progress none --summary "$dir/summary.json" \
-      --run-dir "$dir" --build-dir "$build_dir" --no-build > "$dir.out" 2>&1; then
-    results+=("$name|${flags[*]}|$dir/summary.json")
-  else
-    failed+=("$name")
-    results+=("$name|${flags[*]}|")
-    echo "modes.sh: case '$name' failed; the end of its output (logs in $dir, output in $dir.out):" >&2
-    tail -n 20 "$dir.out" | sed 's/^/  | /' >&2
-  fi
+n=0
+for seed in $(seq 1 "$seeds"); do
+  for scenario in "${chosen[@]}"; do
+    while IFS='|' read -r name flags; do
+      n=$((n + 1))
+      read -r -a case_flags <<<"$flags"
+      dir="$runs/$scenario/$(echo "$name" | tr ' =' '-_')/seed-$seed"
+      mkdir -p "$(dirname "$dir")"
+      echo "modes.sh: [$n] $scenario, $name, seed $seed"
+      if ((local_form)); then
+        launcher=(scripts/launch_local.sh --servers 1)
+        [[ " ${case_flags[*]} " == *" --trainers "* ]] || launcher+=(--trainers 2 --slowdown "$([[ $scenario == home ]] && echo 1,4 || echo 1,1)")
+      elif [[ ${case_flags[*]} == *--slow-alone* ]]; then
+        slow_spec "$scenario" "$runs/$scenario-slow-alone.yaml"
+        launcher=(scripts/sim_cluster.sh --spec "$runs/$scenario-slow-alone.yaml")
+        kept=()
+        for flag in "${case_flags[@]}"; do [[ $flag == --slow-alone ]] || kept+=("$flag"); done
+        case_flags=("${kept[@]}")
+      else
+        launcher=(scripts/sim_cluster.sh --spec "benchmarks/clusters/$scenario.yaml")
+      fi
+      if "${launcher[@]}" "${job[@]}" "${case_flags[@]}" --seed "$seed" --progress none --no-checkpoints \
+          --summary "$dir/summary.json" --run-dir "$dir" --build-dir "$build_dir" --no-build > "$dir.out" 2>&1; then
+        printf '%s\t%s\t%s\t%s\t%s\n' "$scenario" "$name" "$seed" "$flags" "$dir/summary.json" >> "$manifest"
+      else
+        failed+=("$scenario/$name/seed $seed")
+        printf '%s\t%s\t%s\t%s\t%s\n' "$scenario" "$name" "$seed" "$flags" "" >> "$manifest"
+        echo "modes.sh: '$scenario, $name, seed $seed' failed; the end of its output (logs in $dir):" >&2
+        tail -n 20 "$dir.out" | sed 's/^/  | /' >&2
+      fi
+    done < <(cases_of "$scenario")
+  done
 done
 
-# The report exits 1 when a summary is missing or says the job failed.
+where=$( ((local_form)) && echo "this host (launch_local.sh, --slowdown)" || echo "the cluster in a box (sim_cluster.sh)")
 report_status=0
-/usr/bin/python3 benchmarks/modes_report.py --out "$out" --command "$command_line" \
-  --job "scripts/launch_local.sh ${job[*]}" --seconds $((SECONDS - start)) "${results[@]}" ||
-  report_status=$?
+/usr/bin/python3 benchmarks/modes_report.py --out "$out" --command "$command_line" --where "$where" \
+  --job "${job[*]}" --target "$target" --seconds $((SECONDS - start)) "$manifest" || report_status=$?
 if ((${#failed[@]} > 0 || report_status != 0)); then
   ((${#failed[@]} == 0)) || echo "modes.sh: failed: $(printf "'%s' " "${failed[@]}")" >&2
   exit 1

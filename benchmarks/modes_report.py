@@ -1,21 +1,24 @@
 #!/usr/bin/env python3
-"""Turns the run summaries of benchmarks/modes.sh into a markdown table, a JSON file and a plot of
-test accuracy against wall time, one line per case; prints the table.
+"""Turns the runs of benchmarks/modes.sh into a markdown table per scenario, a JSON file and a
+plot (median test accuracy against training time per case, its range over the seeds as a band);
+prints the tables.
 
-usage: modes_report.py --out DIR --command CMD --job CMD --seconds N MODE|FLAGS|SUMMARY ...
+usage: modes_report.py --out DIR --command CMD --where TEXT --job FLAGS --target X --seconds N
+                       MANIFEST
 
-An empty SUMMARY marks a case whose launch failed. Exits 1 when any case failed (no summary, or a
-summary whose status is not "ok"), after writing the report with that case marked "failed".
+MANIFEST has one run a line, tab-separated: scenario, case, seed, flags, summary path (empty for
+a launch that failed). The cases "fast alone" and "slow alone" are the baselines. Exits 1 when a
+run failed (no summary, or a summary whose status is not "ok"), after writing the report.
 """
 import argparse
 import datetime
 import json
 import os
-import re
+import statistics
 import subprocess
 import sys
 
-THRESHOLDS = (0.85, 0.88)
+BASELINES = ("fast alone", "slow alone")
 
 
 def machine():
@@ -59,166 +62,204 @@ def first_reaching(points, threshold):
     return next((p for p in points if p[2] >= threshold), None)
 
 
-def slowdown_by_rank(flags, run_dir):
-    """{rank: slowdown factor}, or None when unknown. Ranks follow the order in which trainers
-    joined, not the order of --slowdown, so each launched trainer's log (trainer-I.log, started
-    with the I-th factor) is read for the rank it was given."""
-    match = re.search(r"--slowdown (\S+)", flags)
-    if not match:
-        return None
-    factors = match.group(1).split(",")
-    ranks = {}
-    for i, factor in enumerate(factors):
-        try:
-            with open(os.path.join(run_dir, f"trainer-{i}.log")) as f:
-                joined = re.search(r"trainer (\d+): joined", f.read())
-        except OSError:
-            return None
-        if not joined:
-            return None
-        ranks[int(joined.group(1))] = factor
-    return ranks if len(ranks) == len(factors) else None
+def median(values):
+    return statistics.median(values) if values else None
 
 
-def case_figures(name, flags, path):
+def spread(values, digits):
+    if not values:
+        return "-"
+    return f"{statistics.median(values):.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def run_figures(scenario, case, seed, flags, path, target):
+    run = {"scenario": scenario, "case": case, "seed": int(seed), "flags": flags}
     if not path:
-        return {"mode": name, "flags": flags, "status": "failed", "error": "the launch failed"}
-    with open(path) as f:
-        s = json.load(f)
+        return {**run, "status": "failed", "error": "the launch failed"}
+    try:
+        with open(path) as f:
+            s = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        return {**run, "status": "failed", "error": str(e)}
     if s.get("status") != "ok":
-        return {"mode": name, "flags": flags, "status": "failed", "error": s.get("error", "")}
+        return {**run, "status": "failed", "error": s.get("error", "")}
     points = curve(s)
-    figures = {
-        "mode": name,
-        "flags": flags,
+    hit = first_reaching(points, target)
+    return {
+        **run,
         "status": "ok",
+        "seconds_to_target": hit[0] if hit else None,
+        "samples_to_target": hit[1] if hit else None,
         "samples_per_second": s["samples_per_second"],
         "train_seconds": s["train_seconds"],
-        "wall_seconds": s["wall_seconds"],
-        "samples": s["samples"],
-        "steps": s["steps"],
         "final_test_accuracy": s["final_test_accuracy"],
-        "final_test_loss": s["final_test_loss"],
-        "staleness_p50": s["staleness_p50"],
-        "staleness_p99": s["staleness_p99"],
-        "staleness_max": s["staleness_max"],
-        "max_clock_gap": s["max_clock_gap"],
-        "batch_share": s["batch_share"],
-        "slowdown_by_rank": slowdown_by_rank(flags, os.path.dirname(path)),
-        "curve": [{"wall_seconds": w, "samples_trained": n, "test_accuracy": a}
-                  for w, n, a in points],
+        "staleness_p99": s.get("staleness_p99"),
+        "max_clock_gap": s.get("max_clock_gap"),
+        "batch_share": s.get("batch_share"),
+        "mode_decisions": s.get("mode_decisions", []),
+        "curve": [{"wall_seconds": w, "samples_trained": n, "test_accuracy": a} for w, n, a in points],
     }
-    for t in THRESHOLDS:
-        hit = first_reaching(points, t)
-        figures[f"seconds_to_{t}"] = hit[0] if hit else None
-        figures[f"samples_to_{t}"] = hit[1] if hit else None
-    return figures
 
 
-def markdown(cases, args, machine_line, date):
-    reach_headers = " | ".join(f"s to {t}" for t in THRESHOLDS)
+def scenario_figures(runs):
+    """Per case its runs and medians; the scenario's baselines, best mode and auto."""
+    cases = {}
+    for r in runs:
+        cases.setdefault(r["case"], []).append(r)
+    out = {"cases": []}
+    medians = {}
+    for case, case_runs in cases.items():
+        ok = [r for r in case_runs if r["status"] == "ok"]
+        times = [r["seconds_to_target"] for r in ok if r["seconds_to_target"] is not None]
+        # A case whose runs did not all reach the target has no median time to it.
+        reached = len(times) == len(case_runs) and times
+        medians[case] = median(times) if reached else None
+        out["cases"].append({
+            "case": case,
+            "runs": case_runs,
+            "reached": len(times),
+            "seconds_to_target": medians[case],
+            "samples_per_second": median([r["samples_per_second"] for r in ok]),
+            "final_test_accuracy": median([r["final_test_accuracy"] for r in ok]),
+        })
+    by_case = {c["case"]: c for c in out["cases"]}
+    fast = medians.get("fast alone")
+    modes = {c: t for c, t in medians.items() if c not in BASELINES and c != "auto" and t is not None}
+    best = min(modes, key=modes.get) if modes else None
+    sps = [by_case[b]["samples_per_second"] for b in BASELINES if b in by_case]
+    out.update({
+        "fast_alone_seconds_to_target": fast,
+        "best_mode": best,
+        "best_seconds_to_target": modes[best] if best else None,
+        "auto_seconds_to_target": medians.get("auto"),
+        "speedup_vs_fast_alone": fast / modes[best] if fast and best else None,
+        "auto_speedup_vs_fast_alone": fast / medians["auto"] if fast and medians.get("auto") else None,
+        "sum_samples_per_second": sum(sps) if len(sps) == 2 and None not in sps else None,
+    })
+    return out
+
+
+def markdown(scenarios, args, machine_line, date):
     lines = [
-        "# Consistency modes with one trainer four times slower",
+        "# Does the slow machine help? Time to accuracy by mode",
         "",
-        f"Command: `{args.command}` ({args.seconds} s in all)  ",
-        f"Job: `{args.job}` plus each mode's flags (in modes.json)  ",
+        f"Command: `{args.command}` ({args.seconds} s in all), on {args.where}  ",
+        f"Job: `{args.job}` plus each case's flags (in modes.json)  ",
         f"Machine: {machine_line}  ",
         f"Date: {date}",
         "",
-        "Seconds are training time: each periodic evaluation runs on a copy of the weights taken "
-        "at that time and is evaluated after training; \"s to X\" is the time of the first copy "
-        "at or above test accuracy X. Batch shares are per trainer rank, with the trainer's "
-        "slowdown in brackets.",
-        "",
-        f"| mode | samples/s | {reach_headers} | final accuracy | staleness p50 / p99 "
-        "| max clock gap | batch share |",
-        "| --- | ---: | " + "---: | " * len(THRESHOLDS) + "---: | ---: | ---: | --- |",
+        f"Seconds are training time to the first evaluation at or above test accuracy {args.target:g} "
+        "(evaluations run on copies of the weights, after training); median (range) over the seeds. "
+        "\"sum\" is the two machines' samples/s alone, added up.",
     ]
-    for c in cases:
-        if c["status"] != "ok":
-            lines.append(f"| {c['mode']} | failed |" + " |" * (len(THRESHOLDS) + 4))
-            continue
-        reach = " | ".join("not reached" if c[f"seconds_to_{t}"] is None
-                           else f"{c[f'seconds_to_{t}']:.1f}" for t in THRESHOLDS)
-        share = ", ".join(f"{x:.2f}" for x in c["batch_share"])
-        slowdown = c["slowdown_by_rank"]
-        if slowdown and len(slowdown) == len(c["batch_share"]) > 1:
-            share = ", ".join(f"{x:.2f} ({slowdown[r]}x)" for r, x in enumerate(c["batch_share"]))
-        lines.append(
-            f"| {c['mode']} | {c['samples_per_second']:.0f} | {reach} | "
-            f"{c['final_test_accuracy']:.4f} | {c['staleness_p50']} / {c['staleness_p99']} | "
-            f"{c['max_clock_gap']} | {share} |")
+    for name, s in scenarios.items():
+        def fmt(value, digits=1):
+            return "-" if value is None else f"{value:.{digits}f}"
+        lines += [
+            "",
+            f"## {name}",
+            "",
+            f"fast alone {fmt(s['fast_alone_seconds_to_target'])} s; best mode {s['best_mode'] or '-'} "
+            f"{fmt(s['best_seconds_to_target'])} s (speedup {fmt(s['speedup_vs_fast_alone'], 2)}x); "
+            f"auto {fmt(s['auto_seconds_to_target'])} s; sum of the machines "
+            f"{fmt(s['sum_samples_per_second'], 0)} samples/s",
+            "",
+            f"| case | runs reaching {args.target:g} | s to {args.target:g} | samples/s | final accuracy |",
+            "| --- | ---: | ---: | ---: | ---: |",
+        ]
+        for c in s["cases"]:
+            ok = [r for r in c["runs"] if r["status"] == "ok"]
+            times = [r["seconds_to_target"] for r in ok if r["seconds_to_target"] is not None]
+            failed = len(c["runs"]) - len(ok)
+            lines.append(
+                f"| {c['case']} | {len(times)}/{len(c['runs'])}{f' ({failed} failed)' if failed else ''} "
+                f"| {spread(times, 1)} | {spread([r['samples_per_second'] for r in ok], 0)} "
+                f"| {spread([r['final_test_accuracy'] for r in ok], 4)} |")
     return "\n".join(lines) + "\n"
 
 
-def plot(cases, path, title):
+def median_band(runs, grid):
+    """Per grid time: the median, lowest and highest accuracy over runs (each run holds its last
+    evaluation's accuracy until its next; None before its first)."""
+    med, low, high = [], [], []
+    for t in grid:
+        values = []
+        for r in runs:
+            seen = [p["test_accuracy"] for p in r["curve"] if p["wall_seconds"] <= t]
+            if seen:
+                values.append(seen[-1])
+        med.append(statistics.median(values) if values else float("nan"))
+        low.append(min(values) if values else float("nan"))
+        high.append(max(values) if values else float("nan"))
+    return med, low, high
+
+
+def plot(scenarios, target, path):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("modes_report: matplotlib is missing (Debian: python3-matplotlib); no plot",
-              file=sys.stderr)
-        return False
-    fig, ax = plt.subplots(figsize=(9, 5.5))
-    for c in cases:
-        if c["status"] != "ok" or not c["curve"]:
-            continue
-        ax.plot([p["wall_seconds"] for p in c["curve"]], [p["test_accuracy"] for p in c["curve"]],
-                marker="o", markersize=3, label=c["mode"])
-    for t in THRESHOLDS:
-        ax.axhline(t, color="grey", linewidth=0.6, linestyle=":")
-    ax.set_xlabel("wall time of training (s)")
-    ax.set_ylabel("test accuracy (10,000 images)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+        print("modes_report.py: no matplotlib; no plot", file=sys.stderr)
+        return
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(6 * len(scenarios), 4.5), squeeze=False)
+    for ax, (name, s) in zip(axes[0], scenarios.items()):
+        for c in s["cases"]:
+            ok = [r for r in c["runs"] if r["status"] == "ok" and r["curve"]]
+            if not ok or c["case"] == "slow alone":
+                continue
+            end = max(p["wall_seconds"] for r in ok for p in r["curve"])
+            grid = [end * i / 200 for i in range(201)]
+            med, low, high = median_band(ok, grid)
+            line, = ax.plot(grid, med, label=c["case"], linestyle="--" if c["case"] == "fast alone" else "-")
+            ax.fill_between(grid, low, high, color=line.get_color(), alpha=0.15)
+        ax.axhline(target, color="grey", linewidth=0.8)
+        ax.set_title(name)
+        ax.set_xlabel("training time (s)")
+        ax.set_ylabel("test accuracy")
+        ax.set_ylim(0.5, 0.92)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True)
-    parser.add_argument("--command", required=True, help="the benchmark command, for the report")
-    parser.add_argument("--job", required=True, help="the launch command every case shares")
-    parser.add_argument("--seconds", type=int, required=True, help="wall time of all the cases")
-    parser.add_argument("cases", nargs="+", help="MODE|FLAGS|SUMMARY")
+    parser.add_argument("--command", required=True)
+    parser.add_argument("--where", required=True)
+    parser.add_argument("--job", required=True)
+    parser.add_argument("--target", type=float, required=True)
+    parser.add_argument("--seconds", type=int, required=True)
+    parser.add_argument("manifest")
     args = parser.parse_args()
-    cases = []
-    for entry in args.cases:
-        name, _, rest = entry.partition("|")
-        flags, _, path = rest.partition("|")
-        try:
-            cases.append(case_figures(name, flags, path))
-        except (OSError, KeyError, TypeError, ValueError) as e:
-            print(f"modes_report: cannot read the summary of '{name}' ({path}): {e!r}",
-                  file=sys.stderr)
-            cases.append({"mode": name, "flags": flags, "status": "failed", "error": repr(e)})
+    runs = []
+    with open(args.manifest) as f:
+        for line in f:
+            fields = line.rstrip("\n").split("\t")
+            if len(fields) != 5:
+                sys.exit(f"modes_report.py: {args.manifest}: a line without 5 fields: {line!r}")
+            runs.append(run_figures(*fields, args.target))
+    by_scenario = {}
+    for r in runs:
+        by_scenario.setdefault(r["scenario"], []).append(r)
+    scenarios = {name: scenario_figures(rs) for name, rs in by_scenario.items()}
     machine_line = machine()
-    date = f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC"
-    os.makedirs(args.out, exist_ok=True)
-    table = markdown(cases, args, machine_line, date)
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    report = markdown(scenarios, args, machine_line, date)
     with open(os.path.join(args.out, "modes.md"), "w") as f:
-        f.write(table)
+        f.write(report)
     with open(os.path.join(args.out, "modes.json"), "w") as f:
-        json.dump({"command": args.command, "job": args.job, "machine": machine_line, "date": date,
-                   "seconds": args.seconds, "thresholds": list(THRESHOLDS), "cases": cases},
-                  f, indent=2)
-        f.write("\n")
-    model = "mlp" if "--model mlp" in args.job else "FashionCNN"
-    plotted = plot(cases, os.path.join(args.out, "modes.png"),
-                   f"{model}, one server, two trainers, one 4x slower")
-    print(table)
-    print(f"modes_report: wrote {args.out}/modes.md, modes.json" + (", modes.png" if plotted else ""))
-    failed = [c["mode"] for c in cases if c["status"] != "ok"]
+        json.dump({"command": args.command, "where": args.where, "job": args.job, "target": args.target,
+                   "machine": machine_line, "date": date, "seconds": args.seconds,
+                   "scenarios": scenarios}, f, indent=1)
+    plot(scenarios, args.target, os.path.join(args.out, "modes.png"))
+    print(report)
+    failed = [f"{r['scenario']}/{r['case']}/seed {r['seed']}: {r['error']}" for r in runs if r["status"] != "ok"]
     if failed:
-        print("modes_report: failed: " + ", ".join(failed), file=sys.stderr)
-        return 1
-    return 0
+        print("modes_report.py: failed runs: " + "; ".join(failed), file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

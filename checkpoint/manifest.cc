@@ -260,7 +260,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& sou
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "id", &m.id));
   HETPS_RETURN_IF_ERROR(r.String(root, "", "created_utc", &m.created_utc));
   HETPS_RETURN_IF_ERROR(r.String(root, "", "mode", &m.mode));
-  if (m.mode != "sync" && m.mode != "async" && m.mode != "ssp")
+  if (m.mode != "sync" && m.mode != "async" && m.mode != "ssp" && m.mode != "auto")
     return r.Fail("mode", "'" + m.mode + "' is unknown");
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "round", &m.round));
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "servers", &m.servers));

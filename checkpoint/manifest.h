@@ -49,7 +49,7 @@ struct Manifest {
   uint64_t id = 0;
   std::string created_utc;  // "2026-11-24T10:11:12Z"
   std::string job_yaml;     // the job as the scheduler ran it (every key)
-  std::string mode;         // "sync", "async", "ssp"
+  std::string mode;         // "sync", "async", "ssp", "auto"
   // sync: every server was cut after exactly this many rounds, and trainers resume at this clock;
   // async and ssp: 0, each server was cut at its own version (see ServerFile::version).
   uint64_t round = 0;

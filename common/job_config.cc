@@ -1,6 +1,7 @@
 #include "common/job_config.h"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <functional>
 #include <limits>
@@ -158,6 +159,34 @@ Status ReadOptimizer(const YAML::Node& node, const std::string& source, Optimize
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "optimizer.", fields));
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(options).WithContext(source));
+  *out = options;
+  return Status::Ok();
+}
+
+Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeOptions* out) {
+  AutoModeOptions options = *out;
+  auto number = [](double* field, double min, double max) {
+    return [field, min, max](const YAML::Node& n, const std::string& w) {
+      HETPS_RETURN_IF_ERROR(ReadDouble(n, w, field));
+      if (!(*field >= min && *field <= max)) {
+        char range[64];
+        std::snprintf(range, sizeof range, "[%g, %g]", min, max);
+        return Status::InvalidArgument(w + ": " + Scalar(n) + " is out of range " + range);
+      }
+      return Status::Ok();
+    };
+  };
+  const std::vector<Field> fields = {
+      {"measure_seconds", number(&options.measure_seconds, 0, 3600)},
+      {"decide_interval_seconds", number(&options.decide_interval_seconds, 0.1, 3600)},
+      {"steady_variation", number(&options.steady_variation, 0.001, 1000)},
+      {"sync_min_speed_ratio", number(&options.sync_min_speed_ratio, 0, 1)},
+      {"max_staleness",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{2}, uint32_t{10000}, &options.max_staleness);
+       }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "auto.", fields));
   *out = options;
   return Status::Ok();
 }
@@ -352,11 +381,13 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"mode",
        [o](const YAML::Node& n, const std::string& w) {
          std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async", "ssp"}, &name));
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async", "ssp", "auto"}, &name));
          o->mode = *ParseMode(name);
          return Status::Ok();
        }},
       {"staleness", u32(&o->staleness, 0, 10000)},
+      {"auto", [o, source](const YAML::Node& n,
+                           const std::string&) { return ReadAutoMode(n, source, &o->auto_mode); }},
       {"staleness_aware_lr",
        [o](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o->staleness_aware_lr); }},
       {"balance",
@@ -416,6 +447,8 @@ const char* ModeName(ConsistencyMode mode) {
       return "async";
     case ConsistencyMode::kSsp:
       return "ssp";
+    case ConsistencyMode::kAuto:
+      return "auto";
   }
   return "?";
 }
@@ -446,7 +479,8 @@ Result<ConsistencyMode> ParseMode(const std::string& name) {
   if (name == "sync") return ConsistencyMode::kSync;
   if (name == "async") return ConsistencyMode::kAsync;
   if (name == "ssp") return ConsistencyMode::kSsp;
-  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async, ssp");
+  if (name == "auto") return ConsistencyMode::kAuto;
+  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async, ssp, auto");
 }
 
 wire::Mode ToWire(ConsistencyMode mode) {
@@ -457,6 +491,8 @@ wire::Mode ToWire(ConsistencyMode mode) {
       return wire::Mode::Async;
     case ConsistencyMode::kSsp:
       return wire::Mode::Ssp;
+    case ConsistencyMode::kAuto:
+      return wire::Mode::Auto;
   }
   return wire::Mode::Sync;
 }
@@ -467,6 +503,8 @@ ConsistencyMode FromWire(wire::Mode mode) {
       return ConsistencyMode::kAsync;
     case wire::Mode::Ssp:
       return ConsistencyMode::kSsp;
+    case wire::Mode::Auto:
+      return ConsistencyMode::kAuto;
     default:
       return ConsistencyMode::kSync;
   }
@@ -608,7 +646,7 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument(
         "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
   }
-  if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync) {
+  if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync && o.mode != ConsistencyMode::kAuto) {
     return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") + ModeName(o.mode) +
                                    "; other modes let each trainer run at its own pace");
   }
@@ -652,6 +690,13 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);
   out << YAML::Key << "staleness" << YAML::Value << o.staleness;
   out << YAML::Key << "staleness_aware_lr" << YAML::Value << o.staleness_aware_lr;
+  out << YAML::Key << "auto" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "measure_seconds" << YAML::Value << o.auto_mode.measure_seconds;
+  out << YAML::Key << "decide_interval_seconds" << YAML::Value << o.auto_mode.decide_interval_seconds;
+  out << YAML::Key << "steady_variation" << YAML::Value << o.auto_mode.steady_variation;
+  out << YAML::Key << "sync_min_speed_ratio" << YAML::Value << o.auto_mode.sync_min_speed_ratio;
+  out << YAML::Key << "max_staleness" << YAML::Value << o.auto_mode.max_staleness;
+  out << YAML::EndMap;
   out << YAML::Key << "balance" << YAML::Value << BalanceName(o.balance);
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;

@@ -19,7 +19,8 @@ namespace hetps {
 // How sync mode splits the global batch across trainers.
 enum class Balance { kNone, kSpeed };
 
-enum class ConsistencyMode { kSync, kAsync, kSsp };
+// kAuto: the scheduler chooses sync, ssp or async while the job runs (scheduler/mode_chooser.h).
+enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto };
 
 // The training loss of a TorchScript model (built-in models train with cross entropy):
 // cross_entropy and nll take class labels and outputs [B, C] (logits, and log-probabilities for
@@ -31,7 +32,7 @@ Result<Loss> ParseLoss(const std::string& name);
 wire::Loss ToWire(Loss loss);
 Loss FromWire(wire::Loss loss);
 
-const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp"
+const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp", "auto"
 const char* BalanceName(Balance balance);    // "none", "speed"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
 const char* WireDTypeName(wire::DType dtype);
@@ -49,6 +50,17 @@ struct CheckpointOptions {
                                       // trainer's steps); 0: not by steps
   uint32_t keep = 3;                  // committed checkpoints kept; older ones are deleted
   uint32_t recovery_timeout_s = 600;  // a lost server must be replaced within this long
+};
+
+// The job file's `auto` section: how mode: auto decides (scheduler/mode_chooser.h).
+struct AutoModeOptions {
+  double measure_seconds = 3;          // measure the trainers this long before the first decision
+  double decide_interval_seconds = 4;  // then look again this often
+  double steady_variation = 0.3;       // a trainer whose report speeds spread more (relative
+                                       // standard deviation) is variable: ssp
+  double sync_min_speed_ratio = 0.5;   // steady trainers sync when slowest / fastest speed is at
+                                       // least this, and go async below it
+  uint32_t max_staleness = 32;         // the largest ssp bound it chooses
 };
 
 // The job file's `security` section.
@@ -77,6 +89,7 @@ struct JobOptions {
                                      // ahead of the slowest live one (0..10000)
   bool staleness_aware_lr = false;   // async, ssp: divide each push's step by its
                                      // staleness (at least 1)
+  AutoModeOptions auto_mode;         // mode: auto's decision rule (the `auto` section)
   Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
                                      // proportion to each trainer's measured speed)
   uint32_t epochs = 1;               // 1..1000

@@ -135,6 +135,9 @@ Status Server::HandleControl(Message message) {
       if (!adopted.ok()) HETPS_LOG(WARNING) << adopted.message();
       return Status::Ok();
     }
+    case wire::Body::ModeSwitch:
+      SwitchMode(*message.body<wire::ModeSwitch>());
+      return Status::Ok();
     case wire::Body::Shutdown:
       return Status::Ok();
     case wire::Body::Error:
@@ -312,6 +315,23 @@ void Server::HandleData(Message message) {
       return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                     std::string(KindName(message.kind())) + " is not a data-plane request");
   }
+}
+
+void Server::SwitchMode(const wire::ModeSwitch& change) {
+  const ConsistencyMode mode = FromWire(change.mode());
+  if (!shard_) {
+    HETPS_LOG(WARNING) << "ignored a switch to " << ModeName(mode) << " before the shard map";
+    return;
+  }
+  auto from = shard_->SwitchMode(change.from_clock(), mode, change.staleness());
+  if (!from.ok()) {
+    HETPS_LOG(WARNING) << "ignored a mode switch: " << from.status().message();
+    return;
+  }
+  HETPS_LOG(INFO) << "from step " << *from << " (asked: " << change.from_clock() << "): " << ModeName(mode)
+                  << (mode == ConsistencyMode::kSsp ? " staleness " + std::to_string(change.staleness()) : "")
+                  << (change.reason() ? " (" + change.reason()->str() + ")" : "");
+  AnswerReadyPulls();  // a looser rule may free pulls that wait
 }
 
 Status Server::ApplyMembership(const wire::Membership& membership) {

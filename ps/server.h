@@ -110,6 +110,8 @@ class Server {
   Status InstallShard(const wire::ShardMap& wire_map);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
+  // mode: auto: adopts the scheduler's switch (logged; ignored with a warning when it does not apply).
+  void SwitchMode(const wire::ModeSwitch& change);
 
   // The counters heartbeats and Goodbye carry.
   struct Counters {

@@ -68,6 +68,8 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
       server_rank_(server_rank),
       options_(options),
       optimizer_(std::move(optimizer)),
+      schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kSsp : options.mode,
+                options.staleness),
       scratch_(options.threads),
       workers_(std::make_unique<PartitionWorkers>(options.threads)) {
   slot_of_.assign(map.partitions().size(), -1);
@@ -79,7 +81,8 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
     slot.owner = workers_->OwnerOf(i);
     slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
     slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
-    if (options_.mode == ConsistencyMode::kSync) slot.sum.resize(slot.info->length);
+    if (options_.mode == ConsistencyMode::kSync || options_.mode == ConsistencyMode::kAuto)
+      slot.sum.resize(slot.info->length);
     slot_of_[ids_[i]] = static_cast<int32_t>(i);
   }
 }
@@ -98,7 +101,7 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
     if (from > 0 && std::binary_search(ranks.begin(), ranks.end(), t)) from_clocks_[t] = from;
   }
   live_trainers_ = std::move(ranks);
-  if (options_.mode != ConsistencyMode::kSync) return;
+  if (options_.mode != ConsistencyMode::kSync && options_.mode != ConsistencyMode::kAuto) return;
   for (Slot& slot : slots_) CompleteRoundIfReady(slot);
 }
 
@@ -179,10 +182,30 @@ Status Shard::Init(const wire::InitWeights& init, Frames frames) {
   return Status::Ok();
 }
 
+ModeSchedule::Phase Shard::RuleAt(uint64_t clock) const {
+  if (options_.mode == ConsistencyMode::kAuto) return schedule_.At(clock);
+  return ModeSchedule::Phase{0, options_.mode, options_.staleness};
+}
+
+Result<uint64_t> Shard::SwitchMode(uint64_t from_clock, ConsistencyMode mode, uint32_t staleness) {
+  if (options_.mode != ConsistencyMode::kAuto) {
+    return Status::FailedPrecondition(std::string("a mode switch in a job of mode ") +
+                                      ModeName(options_.mode) + "; only mode auto switches");
+  }
+  std::optional<uint64_t> newest;
+  for (const auto& [t, clock] : clocks_) {
+    if (clock.pushed > 0) newest = std::max(newest.value_or(0), clock.pushed - 1);
+  }
+  return schedule_.Switch(from_clock, mode, staleness, newest);
+}
+
 Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
-  const ConsistencyMode mode = options_.mode;
-  const bool sync = mode == ConsistencyMode::kSync;
+  const bool automatic = options_.mode == ConsistencyMode::kAuto;
   const bool empty = push.batch_size() == 0;
+  // In auto, an empty push is always the ssp "out of data" mark (trainers of an auto job
+  // behave as in ssp when they run out).
+  const ConsistencyMode mode = automatic && empty ? ConsistencyMode::kSsp : RuleAt(push.clock()).mode;
+  const bool sync = mode == ConsistencyMode::kSync;
   const wire::DType dtype = push.dtype();
   if (!IsWireFloat(dtype)) {
     return Status::FailedPrecondition(std::string("gradients travel as float32, bfloat16 or float16, not ") +
@@ -222,7 +245,13 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
                                         std::to_string(from->second) + "; a push for round " +
                                         std::to_string(push.clock()) + " comes before it");
     }
-    if (push.clock() != slot->round) {
+    // Auto: the first push of a sync phase finds the round counter where the last sync phase
+    // left it (non-sync steps count no rounds); the phase's first round is its first step.
+    // A partition at round 0 in a sync phase is a replacement server's (restored partitions
+    // count no rounds outside pure sync): its first round is the trainers' step.
+    const bool entering = automatic && slot->pushed.empty() && push.clock() > slot->round &&
+                          (RuleAt(slot->round).mode != ConsistencyMode::kSync || slot->round == 0);
+    if (push.clock() != slot->round && !entering) {
       return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
                                         PartitionName(map_, ids[i]) + " is at round " +
                                         std::to_string(slot->round));
@@ -236,6 +265,9 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   TrainerClock& clock = clocks_[trainer];
   if (empty && mode == ConsistencyMode::kSsp) {
     clock.idle = true;  // no gradients, and no pull waits for this trainer any more
+    if (automatic) {
+      for (Slot& slot : slots_) CompleteRoundIfReady(slot);  // nor does a sync round
+    }
     return Status::Ok();
   }
   clock.idle = false;
@@ -256,6 +288,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       PostStep(slot, grad, dtype, 1.0f,
                stale ? batch_share / static_cast<float>(partition_staleness) : batch_share, frames);
       continue;
+    }
+    if (automatic && slot.pushed.empty() && slot.round < push.clock()) {
+      slot.round = push.clock();  // the first round of a sync phase (checked above)
+      slot.round_samples = 0;
     }
     slot.pushed.push_back(trainer);
     if (empty) {
@@ -290,8 +326,13 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
 
 bool Shard::RoundComplete(const Slot& slot) const {
   if (slot.pushed.empty()) return false;
+  const bool automatic = options_.mode == ConsistencyMode::kAuto;
   for (uint32_t t : live_trainers_) {
     if (auto from = from_clocks_.find(t); from != from_clocks_.end() && from->second > slot.round) continue;
+    if (automatic) {
+      auto clock = clocks_.find(t);
+      if (clock != clocks_.end() && clock->second.idle) continue;  // out of data: not in the round
+    }
     if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return false;
   }
   return true;
@@ -375,15 +416,28 @@ Status Shard::ValidatePull(uint32_t trainer, const wire::Pull& pull) const {
 }
 
 bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const {
-  const bool wait_for_round = options_.mode == ConsistencyMode::kSync && !latest;
+  // The pull for step `clock` follows the step just pushed (clock - 1): after a sync step it
+  // waits for that round. Otherwise the rule of step `clock` decides: ssp waits for the slowest
+  // within the bound, and the first step of a sync phase waits for every busy trainer to have
+  // pushed the step before (a barrier), so that the phase's first round starts from one state.
+  const ModeSchedule::Phase pushed = RuleAt(clock > 0 ? clock - 1 : 0);
+  const ModeSchedule::Phase next = RuleAt(clock);
+  const bool wait_for_round = pushed.mode == ConsistencyMode::kSync && clock > 0 && !latest;
   for (uint32_t id : partitions) {
     const Slot* slot = *Find(id);
     if (!slot->initialized) return false;
     if (wait_for_round && slot->round < clock) return false;
   }
-  if (options_.mode != ConsistencyMode::kSsp || latest || clock <= options_.staleness) return true;
+  if (latest || wait_for_round) return true;
+  uint64_t bound = 0;
+  if (next.mode == ConsistencyMode::kSsp) {
+    bound = next.staleness;
+  } else if (next.mode != ConsistencyMode::kSync || options_.mode == ConsistencyMode::kSync) {
+    return true;  // async, or a sync job's first step
+  }
+  if (clock <= bound) return true;
   const auto slowest = SlowestClock();
-  return !slowest || *slowest >= clock - options_.staleness;
+  return !slowest || *slowest >= clock - bound;
 }
 
 void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dtype,

@@ -28,6 +28,7 @@
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "messages_generated.h"
+#include "ps/mode_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/partition_workers.h"
 
@@ -36,6 +37,10 @@ namespace hetps {
 class Shard {
  public:
   struct Options {
+    // kAuto: each step follows the phase of the mode schedule it belongs to (SwitchMode); the
+    // job starts as ssp with `staleness`. Sync phases of auto count only busy trainers in a
+    // round: a trainer out of data says so with an empty push, as in ssp, and rounds go on
+    // without it.
     ConsistencyMode mode = ConsistencyMode::kSync;
     OptimizerOptions optimizer;
     uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open
@@ -103,6 +108,12 @@ class Shard {
   // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not
   // live. Gradient bytes are read in place, by the partitions' owners.
   Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
+
+  // mode: auto: handles steps from `from_clock` on (or from the step after the newest push, when
+  // a trainer has pushed that far) by `mode`, and returns the step it takes effect from.
+  // FailedPrecondition outside mode: auto; InvalidArgument for kAuto.
+  Result<uint64_t> SwitchMode(uint64_t from_clock, ConsistencyMode mode, uint32_t staleness);
+  const ModeSchedule& schedule() const { return schedule_; }
 
   // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
   Status ValidatePull(uint32_t trainer, const wire::Pull& pull) const;
@@ -212,6 +223,8 @@ class Shard {
   void SnapshotIfDue(Slot& slot);
   // Forgets everything that a restore or reset replaces: open rounds, clocks, a waiting snapshot.
   void ForgetProgress();
+  // The rule of step `clock`: the job's mode, or in mode: auto the schedule's phase.
+  ModeSchedule::Phase RuleAt(uint64_t clock) const;
   // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
   std::optional<uint64_t> SlowestClock() const;
 
@@ -230,6 +243,7 @@ class Shard {
   std::vector<uint32_t> live_trainers_;       // sorted
   std::map<uint32_t, uint64_t> from_clocks_;  // live trainers that joined a running job: first clock
   std::map<uint32_t, TrainerClock> clocks_;
+  ModeSchedule schedule_;  // mode: auto only
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
   uint64_t staleness_max_ = 0;

@@ -109,8 +109,8 @@ int main(int argc, char** argv) {
       ->excludes("--model");
   app.add_option("--loss", o.loss, "Loss of a TorchScript model: cross_entropy | mse | nll")
       ->check(CLI::IsMember({"cross_entropy", "mse", "nll"}));
-  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp")
-      ->check(CLI::IsMember({"sync", "async", "ssp"}));
+  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp | auto")
+      ->check(CLI::IsMember({"sync", "async", "ssp", "auto"}));
   app.add_option("--staleness", o.staleness,
                  "ssp: how many clocks a trainer may run ahead of the slowest live one")
       ->check(CLI::Range(0, 10000));

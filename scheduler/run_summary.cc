@@ -105,6 +105,15 @@ std::string RunSummary::ToJson() const {
          {"snapshot", e.snapshot}});
   }
   j["evaluations"] = evals;
+  nlohmann::ordered_json decisions = nlohmann::ordered_json::array();
+  for (const ModeDecision& d : mode_decisions) {
+    decisions.push_back({{"at_seconds", d.at_seconds},
+                         {"from_clock", d.from_clock},
+                         {"mode", d.mode},
+                         {"staleness", d.staleness},
+                         {"reason", d.reason}});
+  }
+  j["mode_decisions"] = decisions;
   j["refusals"] = RefusalsJson(refusals);
   j["scheduler_refusals"] = RefusalsJson(scheduler_refusals);
   nlohmann::ordered_json servers_json = nlohmann::ordered_json::array();

@@ -85,6 +85,15 @@ struct StalenessSummary {
 // staleness, which the mean and percentiles then take as that entry's value) and the true `max`.
 StalenessSummary SummarizeStaleness(const std::vector<uint64_t>& counts, uint64_t max);
 
+// mode: auto: a rule the scheduler chose, and why.
+struct ModeDecision {
+  double at_seconds = 0;    // since training started
+  uint64_t from_clock = 0;  // the step it was asked from (servers may take it a step or two later)
+  std::string mode;         // "sync", "async", "ssp"
+  uint32_t staleness = 0;   // ssp: the bound
+  std::string reason;
+};
+
 struct RunSummary {
   bool ok = false;
   std::string error;  // why the job failed
@@ -112,6 +121,7 @@ struct RunSummary {
   uint64_t max_clock_gap = 0;       // largest clock gap between live trainers any server admitted
   std::vector<double> batch_share;  // per trainer: its fraction of the global batch at the end
   std::vector<Evaluation> evaluations;
+  std::vector<ModeDecision> mode_decisions;  // mode: auto, in order (the first is the start's)
   RefusalTally refusals;            // refused messages and connections: the scheduler's and every server's
   RefusalTally scheduler_refusals;  // the scheduler's own
   std::vector<ServerSummary> server_details;

@@ -38,8 +38,20 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       bounds_(BoundsOf(job_, chunks_.samples())),
       fs_(options_.fs != nullptr ? *options_.fs : PosixFileSystem()),
       links_(context, NewDataToken()) {
-  if (job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) {
+  if ((job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) ||
+      job_.mode == ConsistencyMode::kAuto) {
     balancer_.emplace(job_.global_batch_size);
+  }
+  if (job_.mode == ConsistencyMode::kAuto) {
+    ModeChooser::Options rule;
+    rule.measure_seconds = job_.auto_mode.measure_seconds;
+    rule.decide_interval_seconds = job_.auto_mode.decide_interval_seconds;
+    rule.steady_variation = job_.auto_mode.steady_variation;
+    rule.sync_min_speed_ratio = job_.auto_mode.sync_min_speed_ratio;
+    rule.max_staleness = job_.auto_mode.max_staleness;
+    chooser_.emplace(rule, job_.progress_interval_ms / 1000.0);
+    auto_rule_.staleness = job_.staleness;
+    auto_rule_.reason = "the start: ssp while the trainers are measured";
   }
 }
 
@@ -195,6 +207,7 @@ void Scheduler::Handle(Message message) {
       return HandleRegisterModel(*member, message);
     case wire::Body::ShardReady:
       member->ready = true;
+      if (chooser_) SendMode(*member, 0);  // a replacement server takes the rule in force
       if (recovery_) return MaybeRestoreServers();
       if (phase_ == Phase::kStarting) {
         for (Member* server : members_.Members(wire::Role::Server)) {
@@ -234,6 +247,7 @@ void Scheduler::Handle(Message message) {
         balancer_->Observe(member->rank, p->timed_samples(), p->timed_seconds(), p->timed_steps());
         MaybeRebalance();
       }
+      if (chooser_) ObserveForAuto(*member, *p);
       MaybeRequestSnapshot();
       return;
     }

@@ -40,6 +40,7 @@
 #include "scheduler/chunk_queue.h"
 #include "scheduler/connection_monitor.h"
 #include "scheduler/membership.h"
+#include "scheduler/mode_chooser.h"
 #include "scheduler/progress_display.h"
 #include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
@@ -270,8 +271,24 @@ class Scheduler {
   std::map<uint32_t, Evaluation> snapshots_;
   uint32_t next_snapshot_ = 1;
 
-  std::optional<Balancer> balancer_;  // sync with balance: speed
+  std::optional<Balancer> balancer_;  // sync with balance: speed, and auto
   Clock::time_point last_rebalance_{};
+
+  // ---- mode: auto (scheduler_auto.cc) ----
+  // Feeds a trainer's report to the chooser; switches the mode when the rule says so.
+  void ObserveForAuto(const Member& trainer, const wire::Progress& progress);
+  void MaybeSwitchMode();
+  // Tells every server to follow `decision` from a step about a second ahead, and every trainer
+  // its batch for it (sync: split by speed; otherwise the even shares).
+  void SwitchMode(const ModeChooser::Decision& decision);
+  // Sends `server` the rule in force, from step `from_clock` on.
+  void SendMode(const Member& server, uint64_t from_clock);
+  // The rule in force: the job's mode, or in auto the last switch's.
+  ConsistencyMode CurrentMode() const;
+  std::optional<ModeChooser> chooser_;                   // mode: auto
+  ModeChooser::Decision auto_rule_;                      // the rule in force
+  std::optional<ModeChooser::Decision> auto_candidate_;  // a new rule seen once: switched to when seen again
+  Clock::time_point auto_last_look_{};
 
   Clock::time_point created_ = Clock::now();
   Clock::time_point training_started_{};

@@ -81,6 +81,7 @@ void Scheduler::ShowProgress(bool force) {
   if (options_.progress_out == nullptr) return;
   JobView view;
   view.mode = ModeName(job_.mode);
+  if (chooser_) view.mode += std::string(": ") + ModeName(auto_rule_.mode);  // the rule in force
   view.model = job_.model;
   view.epochs = job_.epochs;
   view.servers = job_.servers;

@@ -199,7 +199,8 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
                                    (left ? ", which left" : " (" + why + ")"));
   }
   BroadcastMembership();
-  if (job_.mode == ConsistencyMode::kSync && phase_ == Phase::kTraining && !members_.Training().empty()) {
+  if (chooser_) chooser_->Forget(member.rank);
+  if (CurrentMode() == ConsistencyMode::kSync && phase_ == Phase::kTraining && !members_.Training().empty()) {
     Resplit(StepAhead(kRebalanceLeadSeconds));
   }
   if (eval_member_ == member.routing_id) eval_member_.clear();  // ask another trainer
@@ -281,7 +282,7 @@ void Scheduler::Resplit(uint64_t from_clock) {
 }
 
 void Scheduler::MaybeRebalance() {
-  if (phase_ != Phase::kTraining || admission_) return;
+  if (phase_ != Phase::kTraining || admission_ || CurrentMode() != ConsistencyMode::kSync) return;
   const auto now = Clock::now();
   if (now - last_rebalance_ < kRebalanceInterval) return;
   std::vector<uint32_t> ranks;

@@ -92,7 +92,7 @@ Status Trainer::Session::TrainEpochs() {
       out_of_data_ = true;
     }
     if (indices->empty() && !sync) {
-      if (job_.mode == ConsistencyMode::kSsp && !idle_) {
+      if ((job_.mode == ConsistencyMode::kSsp || job_.mode == ConsistencyMode::kAuto) && !idle_) {
         // Out of data: the others must not wait for this trainer's clock.
         Status marked = client_->MarkIdle(clock_);
         if (!marked.ok()) {

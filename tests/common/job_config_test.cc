@@ -90,6 +90,12 @@ data:
 mode: async
 staleness: 5
 staleness_aware_lr: true
+auto:
+  measure_seconds: 2
+  decide_interval_seconds: 3
+  steady_variation: 0.2
+  sync_min_speed_ratio: 0.6
+  max_staleness: 20
 balance: none
 epochs: 7
 global_batch_size: 256
@@ -144,6 +150,8 @@ CATCH_TEST_CASE("An empty job file means every default", "[common][job_config]")
 CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   const JobOptions o = ParseOrFail(kEveryKey);
   CATCH_CHECK(o.model == "mlp");
+  CATCH_CHECK(o.auto_mode.decide_interval_seconds == 3);
+  CATCH_CHECK(o.auto_mode.max_staleness == 20);
   CATCH_CHECK(o.dataset == "fashion-mnist");
   CATCH_CHECK(o.data.format == "npy");
   CATCH_CHECK(o.data.train.y == "y.npy");
@@ -279,6 +287,9 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"checkpoint:\n  every: 3\n", {"job.yaml:2: checkpoint.every", "unknown key", "interval_seconds"}},
       {"checkpoint: /tmp/x\n", {"checkpoint", "expected a map"}},
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
+      {"auto:\n  sync_min_speed_ratio: 1.5\n", {"job.yaml:2: auto.sync_min_speed_ratio", "1.5", "[0, 1]"}},
+      {"auto:\n  max_staleness: 1\n", {"job.yaml:2: auto.max_staleness", "1", "2..10000"}},
+      {"auto:\n  bound: 3\n", {"job.yaml:2: auto.bound", "unknown key", "measure_seconds"}},
       {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},
       {"dataset: mnist\n", {"job.yaml:1: dataset", "'mnist'", "fashion-mnist"}},
       {"listen: [a, b]\n", {"job.yaml:1: listen", "expected a string"}},
@@ -301,6 +312,24 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"- epochs\n- 3\n", {"job.yaml", "expected a map"}},
   };
   for (const Case& c : cases) RequireRejected(c.yaml, c.parts);
+}
+
+CATCH_TEST_CASE("mode: auto takes its rule from the auto section, and balance: speed",
+                "[common][job_config]") {
+  const JobOptions o = ParseOrFail(
+      "mode: auto\nbalance: speed\nauto:\n  measure_seconds: 5\n  steady_variation: 0.5\n"
+      "  sync_min_speed_ratio: 0.4\n  max_staleness: 12\n");
+  CATCH_CHECK(o.mode == ConsistencyMode::kAuto);
+  CATCH_CHECK(o.auto_mode.measure_seconds == 5);
+  CATCH_CHECK(o.auto_mode.decide_interval_seconds == 4);
+  CATCH_CHECK(o.auto_mode.steady_variation == 0.5);
+  CATCH_CHECK(o.auto_mode.sync_min_speed_ratio == 0.4);
+  CATCH_CHECK(o.auto_mode.max_staleness == 12);
+  const JobOptions again = ParseOrFail(JobOptionsToYaml(o));
+  CATCH_CHECK(again.auto_mode.sync_min_speed_ratio == 0.4);
+  CATCH_CHECK(again.auto_mode.max_staleness == 12);
+  CATCH_CHECK(ToWire(ConsistencyMode::kAuto) == wire::Mode::Auto);
+  CATCH_CHECK(FromWire(wire::Mode::Auto) == ConsistencyMode::kAuto);
 }
 
 CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields override them",

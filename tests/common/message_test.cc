@@ -380,6 +380,17 @@ std::map<wire::Body, KindCase> AllKinds() {
       [](const Message& m) {
         CATCH_CHECK(m.body<wire::StatusReply>()->json()->str() == "{\"members\": []}");
       }};
+  cases[wire::Body::ModeSwitch] = {
+      [](Builder& fbb) {
+        return wire::CreateModeSwitchDirect(fbb, 300, wire::Mode::Ssp, 12, "a stall").Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::ModeSwitch>();
+        CATCH_CHECK(b->from_clock() == 300);
+        CATCH_CHECK(b->mode() == wire::Mode::Ssp);
+        CATCH_CHECK(b->staleness() == 12);
+        CATCH_CHECK(b->reason()->str() == "a stall");
+      }};
   return cases;
 }
 

@@ -41,7 +41,7 @@ const ShardMap& TheMap() {
 
 Shard::Options JobOptionsFrom(fuzz::FuzzInput& in) {
   Shard::Options options;
-  options.mode = static_cast<ConsistencyMode>(in.U8() % 3);
+  options.mode = static_cast<ConsistencyMode>(in.U8() % 4);  // sync, async, ssp, auto
   options.optimizer = DefaultOptimizerOptions(static_cast<OptimizerOptions::Kind>(in.U8() % 4));
   options.optimizer.momentum = options.optimizer.kind == OptimizerOptions::Kind::kSgd ? 0.9 : 0.0;
   options.staleness = in.U8() % 8;
@@ -127,6 +127,11 @@ void Handle(Shard& shard, Message& message, std::deque<WaitingPull>& waiting) {
         shard.Reset();
       }
       waiting.clear();
+      break;
+    }
+    case wire::Body::ModeSwitch: {
+      const auto* change = message.body<wire::ModeSwitch>();
+      (void)shard.SwitchMode(change->from_clock(), FromWire(change->mode()), change->staleness());
       break;
     }
     default:

@@ -1,0 +1,127 @@
+#include "scheduler/mode_chooser.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace hetps {
+namespace {
+
+std::string Fixed(double value, int digits) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.*f", digits, value);
+  return text;
+}
+
+}  // namespace
+
+ModeChooser::ModeChooser(Options options, double progress_interval_seconds)
+    : options_(options), progress_interval_seconds_(progress_interval_seconds) {}
+
+void ModeChooser::Observe(uint32_t rank, double now_seconds, double samples, double steps,
+                          double compute_seconds) {
+  std::deque<Report>& reports = reports_[rank];
+  reports.push_back(Report{now_seconds, samples, steps, compute_seconds});
+  while (reports.size() > options_.window_reports) reports.pop_front();
+}
+
+void ModeChooser::Forget(uint32_t rank) {
+  reports_.erase(rank);
+}
+
+std::vector<ModeChooser::TrainerMeasure> ModeChooser::Measures() const {
+  std::vector<TrainerMeasure> measures;
+  for (const auto& [rank, reports] : reports_) {
+    TrainerMeasure m;
+    m.rank = rank;
+    double samples = 0, steps = 0, seconds = 0;
+    std::vector<double> speeds;
+    for (size_t i = 0; i < reports.size(); ++i) {
+      const Report& r = reports[i];
+      if (i > 0) {
+        const double gap = r.at - reports[i - 1].at;
+        if (gap > options_.stall_factor * progress_interval_seconds_) {
+          m.longest_stall_seconds = std::max(m.longest_stall_seconds, gap - progress_interval_seconds_);
+        }
+      }
+      if (r.seconds <= 0 || r.samples <= 0) continue;
+      samples += r.samples;
+      steps += r.steps;
+      seconds += r.seconds;
+      speeds.push_back(r.samples / r.seconds);
+    }
+    m.reports = speeds.size();
+    if (seconds > 0) {
+      m.samples_per_second = samples / seconds;
+      m.steps_per_second = steps / seconds;
+    }
+    if (speeds.size() >= 2 && m.samples_per_second > 0) {
+      double mean = 0;
+      for (double s : speeds) mean += s;
+      mean /= static_cast<double>(speeds.size());
+      double var = 0;
+      for (double s : speeds) var += (s - mean) * (s - mean);
+      var /= static_cast<double>(speeds.size() - 1);
+      m.variation = std::sqrt(var) / mean;
+    }
+    measures.push_back(m);
+  }
+  return measures;
+}
+
+ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& trainers,
+                                          const Options& options) {
+  Decision d;
+  std::vector<const TrainerMeasure*> measured;
+  for (const TrainerMeasure& t : trainers) {
+    if (t.reports >= 2 && t.samples_per_second > 0) measured.push_back(&t);
+  }
+  if (measured.size() < 2) {
+    d.mode = ConsistencyMode::kSync;
+    d.reason =
+        measured.empty() ? "no trainer measured yet" : "one trainer: nothing to wait for, nothing stale";
+    return d;
+  }
+  const TrainerMeasure* fastest = measured[0];
+  const TrainerMeasure* slowest = measured[0];
+  const TrainerMeasure* most_variable = measured[0];
+  double stall = 0;
+  for (const TrainerMeasure* t : measured) {
+    if (t->samples_per_second > fastest->samples_per_second) fastest = t;
+    if (t->samples_per_second < slowest->samples_per_second) slowest = t;
+    if (t->variation > most_variable->variation) most_variable = t;
+    stall = std::max(stall, t->longest_stall_seconds);
+  }
+  const double ratio = slowest->samples_per_second / fastest->samples_per_second;
+  const std::string speeds = "trainer " + std::to_string(fastest->rank) + " " +
+                             Fixed(fastest->samples_per_second, 0) + " samples/s, trainer " +
+                             std::to_string(slowest->rank) + " " + Fixed(slowest->samples_per_second, 0) +
+                             " (ratio " + Fixed(ratio, 2) + ")";
+  if (stall > 0 || most_variable->variation > options.steady_variation) {
+    // Enough slack for the fastest trainer to run through the longest stall seen (or a second
+    // of a varying speed) without waiting.
+    const double slack_seconds = std::max(stall, 1.0);
+    const double steps = std::ceil(fastest->steps_per_second * slack_seconds);
+    d.mode = ConsistencyMode::kSsp;
+    d.staleness = static_cast<uint32_t>(std::clamp(steps, 2.0, static_cast<double>(options.max_staleness)));
+    d.reason = (stall > 0 ? "a trainer stalled for " + Fixed(stall, 1) + " s"
+                          : "trainer " + std::to_string(most_variable->rank) + "'s speed varies by " +
+                                Fixed(100 * most_variable->variation, 0) + "%") +
+               "; " + speeds + "; bound " + std::to_string(d.staleness) + " = the fastest's steps in " +
+               Fixed(slack_seconds, 1) + " s";
+    return d;
+  }
+  if (ratio >= options.sync_min_speed_ratio) {
+    d.mode = ConsistencyMode::kSync;
+    d.reason = "steady speeds within " + Fixed(options.sync_min_speed_ratio, 2) +
+               " of each other: " + speeds +
+               "; balanced rounds lose little to waiting and nothing to staleness";
+    return d;
+  }
+  d.mode = ConsistencyMode::kAsync;
+  d.reason = "steady but far apart: " + speeds + " (below " + Fixed(options.sync_min_speed_ratio, 2) +
+             "); a round would wait for the slow trainer's fixed costs for a small share of the batch";
+  return d;
+}
+
+}  // namespace hetps

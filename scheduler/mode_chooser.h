@@ -1,0 +1,80 @@
+// ModeChooser: mode: auto's decision rule. It keeps, per trainer, the speeds of its recent
+// progress reports (samples per second of compute, without waits) and the gaps between them,
+// and decides which consistency mode suits the trainers as measured:
+//   - a trainer whose speed varies (relative spread of its report speeds above
+//     `steady_variation`) or that stalled (a gap between reports of more than `stall_factor`
+//     progress intervals): ssp, with a bound of as many of the fastest trainer's steps as the
+//     longest stall seen lasted (at least 2, at most `max_staleness`), so that a transient
+//     straggler costs the others nothing unless it stalls longer;
+//   - steady trainers whose speeds are within `sync_min_speed_ratio` of each other: balanced
+//     sync (one averaged update per round, no staleness; the balancer evens out the rest);
+//   - steady trainers further apart: async, since a round then waits for the slow trainer's
+//     fixed costs (its transfer of the whole model each round) for a small share of the batch.
+// Every decision carries its reason, with the figures it rests on. Plain logic, owned by the
+// scheduler's loop thread; time is passed in, so tests drive it with made-up reports.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/job_config.h"
+
+namespace hetps {
+
+class ModeChooser {
+ public:
+  struct Options {
+    double measure_seconds = 3;          // decide first after this much training
+    double decide_interval_seconds = 4;  // then look again this often
+    double steady_variation = 0.3;       // relative spread of report speeds above which a trainer is variable
+    double stall_factor = 3;             // a gap of this many progress intervals is a stall
+    double sync_min_speed_ratio = 0.5;   // slowest / fastest speed from which steady trainers sync
+    uint32_t max_staleness = 32;
+    size_t window_reports = 12;  // reports kept per trainer
+  };
+
+  struct Decision {
+    ConsistencyMode mode = ConsistencyMode::kSsp;  // kSync, kAsync or kSsp
+    uint32_t staleness = 0;                        // kSsp only
+    std::string reason;
+    bool SameRule(const Decision& other) const {
+      return mode == other.mode && (mode != ConsistencyMode::kSsp || staleness == other.staleness);
+    }
+  };
+
+  // What the rule looks at, per trainer.
+  struct TrainerMeasure {
+    uint32_t rank = 0;
+    double samples_per_second = 0;     // compute speed over the window
+    double steps_per_second = 0;       // at its current batch
+    double variation = 0;              // relative standard deviation of its reports' speeds
+    double longest_stall_seconds = 0;  // longest gap between reports beyond stall_factor intervals (0: none)
+    size_t reports = 0;
+  };
+
+  ModeChooser(Options options, double progress_interval_seconds);
+
+  // Trainer `rank` reported at `now_seconds` (any fixed origin) `samples` trained in `steps`
+  // steps taking `compute_seconds`. Reports without compute time only count as a sign of life.
+  void Observe(uint32_t rank, double now_seconds, double samples, double steps, double compute_seconds);
+  void Forget(uint32_t rank);
+  std::vector<TrainerMeasure> Measures() const;
+
+  // The rule itself, on measures (at least 2 reports each count).
+  static Decision Decide(const std::vector<TrainerMeasure>& trainers, const Options& options);
+
+  const Options& options() const { return options_; }
+
+ private:
+  struct Report {
+    double at = 0, samples = 0, steps = 0, seconds = 0;
+  };
+  Options options_;
+  double progress_interval_seconds_;
+  std::map<uint32_t, std::deque<Report>> reports_;
+};
+
+}  // namespace hetps

@@ -1,0 +1,110 @@
+// mode: auto: the scheduler measures the trainers while the job runs as ssp, then switches the
+// servers between balanced sync, ssp with a chosen bound and async as the chooser's rule says
+// (scheduler/mode_chooser.h), at a step about a second ahead, logging each decision with its
+// reason and recording it in the run summary. Part of the Scheduler class (scheduler/scheduler.h),
+// on its loop thread.
+#include <algorithm>
+#include <cmath>
+
+#include "common/logging.h"
+#include "scheduler/scheduler.h"
+
+namespace hetps {
+namespace {
+
+constexpr double kSwitchLeadSeconds = 1.0;
+
+std::string RuleName(const ModeChooser::Decision& d) {
+  std::string name = ModeName(d.mode);
+  if (d.mode == ConsistencyMode::kSsp) name += " (staleness " + std::to_string(d.staleness) + ")";
+  if (d.mode == ConsistencyMode::kSync) name += " (balanced)";
+  return name;
+}
+
+}  // namespace
+
+ConsistencyMode Scheduler::CurrentMode() const {
+  return job_.mode == ConsistencyMode::kAuto ? auto_rule_.mode : job_.mode;
+}
+
+void Scheduler::SendMode(const Member& server, uint64_t from_clock) {
+  if (summary_.mode_decisions.size() <= 1) return;  // still the start's rule, which the map implies
+  flatbuffers::FlatBufferBuilder fbb(256);
+  auto body = wire::CreateModeSwitchDirect(fbb, from_clock, ToWire(auto_rule_.mode), auto_rule_.staleness,
+                                           auto_rule_.reason.c_str());
+  SendTo(server.routing_id, sender_.Seal(fbb, wire::Body::ModeSwitch, body.Union()));
+}
+
+void Scheduler::ObserveForAuto(const Member& trainer, const wire::Progress& progress) {
+  if (summary_.mode_decisions.empty()) {
+    summary_.mode_decisions.push_back(
+        {0, 0, ModeName(auto_rule_.mode), auto_rule_.staleness, auto_rule_.reason});
+  }
+  chooser_->Observe(trainer.rank, SecondsSince(training_started_),
+                    static_cast<double>(progress.timed_samples()), progress.timed_steps(),
+                    progress.timed_seconds());
+  MaybeSwitchMode();
+}
+
+void Scheduler::MaybeSwitchMode() {
+  if (phase_ != Phase::kTraining || admission_ || recovery_ || cut_) return;
+  const ModeChooser::Options& options = chooser_->options();
+  const double since_start = SecondsSince(training_started_);
+  if (since_start < options.measure_seconds) return;
+  if (auto_last_look_ != Clock::time_point{} &&
+      SecondsSince(auto_last_look_) < options.decide_interval_seconds) {
+    return;
+  }
+  const auto training = members_.Training();
+  for (Member* t : training) {
+    if (t->done) return;  // the job is ending: no switch in its last steps
+  }
+  // Near the end trainers run out of data (and mark themselves idle): the rule stays as it is.
+  const uint64_t all = chunks_.samples() * chunks_.epochs();
+  const uint64_t left = all - std::min(all, chunks_.completed_samples());
+  if (left < 2 * static_cast<uint64_t>(job_.chunk_samples) * training.size()) return;
+  auto_last_look_ = Clock::now();
+  ModeChooser::Decision decision = ModeChooser::Decide(chooser_->Measures(), options);
+  if (decision.SameRule(auto_rule_)) {
+    auto_candidate_.reset();
+    return;
+  }
+  // The first decision is taken at once; later ones must be seen twice in a row, so that one
+  // noisy look does not flip the mode back and forth.
+  const bool first = summary_.mode_decisions.size() <= 1;
+  if (!first && !(auto_candidate_ && auto_candidate_->SameRule(decision))) {
+    HETPS_LOG(INFO) << "mode auto: " << RuleName(decision) << " would suit (" << decision.reason
+                    << "); switching if the next look agrees";
+    auto_candidate_ = decision;
+    return;
+  }
+  auto_candidate_.reset();
+  SwitchMode(decision);
+}
+
+void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
+  const uint64_t from_clock = StepAhead(kSwitchLeadSeconds);
+  HETPS_LOG(INFO) << "mode auto: " << RuleName(auto_rule_) << " -> " << RuleName(decision) << " from step "
+                  << from_clock << ": " << decision.reason;
+  display_.Note("mode auto: " + RuleName(decision) + " from step " + std::to_string(from_clock));
+  const ConsistencyMode before = auto_rule_.mode;
+  auto_rule_ = decision;
+  summary_.mode_decisions.push_back({SecondsSince(training_started_), from_clock, ModeName(decision.mode),
+                                     decision.staleness, decision.reason});
+  for (Member* server : members_.Members(wire::Role::Server)) SendMode(*server, from_clock);
+  if (decision.mode == ConsistencyMode::kSync) {
+    Resplit(from_clock);  // by the speeds measured so far; the balancer refines it
+  } else if (before == ConsistencyMode::kSync) {
+    // Back to each trainer's even share: without rounds, a slow trainer's small batch would
+    // only make its pushes more frequent and staler.
+    const auto training = members_.Training();
+    std::map<uint32_t, uint32_t> sizes;
+    for (size_t i = 0; i < training.size(); ++i) {
+      sizes[training[i]->rank] = EvenBatchShare(
+          job_.global_batch_size, static_cast<uint32_t>(training.size()), static_cast<uint32_t>(i));
+    }
+    SendBatchSizes(from_clock, sizes);
+  }
+}
+
+}  // namespace hetps

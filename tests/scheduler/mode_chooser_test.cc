@@ -1,0 +1,105 @@
+// ModeChooser: mode: auto's rule on measured trainers (sync for steady, similar speeds; async for
+// steady speeds far apart; ssp with a bound from the longest stall for variable or stalling
+// trainers) and the measures it takes from progress reports.
+#include <catch2/catch.hpp>
+
+#include "scheduler/mode_chooser.h"
+
+namespace hetps {
+namespace {
+
+ModeChooser::TrainerMeasure Measure(uint32_t rank, double speed, double steps, double variation = 0.05,
+                                    double stall = 0) {
+  ModeChooser::TrainerMeasure m;
+  m.rank = rank;
+  m.samples_per_second = speed;
+  m.steps_per_second = steps;
+  m.variation = variation;
+  m.longest_stall_seconds = stall;
+  m.reports = 5;
+  return m;
+}
+
+// Reports every 0.5 s of `speed` samples/s in steps of `batch`, from `from` to `to` seconds.
+void Feed(ModeChooser& chooser, uint32_t rank, double from, double to, double speed, double batch) {
+  for (double t = from; t < to; t += 0.5) chooser.Observe(rank, t, speed * 0.5, speed * 0.5 / batch, 0.5);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("Steady trainers of similar speed sync, far apart go async", "[scheduler][auto]") {
+  const ModeChooser::Options options;
+  auto d = ModeChooser::Decide({Measure(0, 1000, 30), Measure(1, 700, 20)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSync);
+  CATCH_CHECK(d.reason.find("ratio 0.70") != std::string::npos);
+  d = ModeChooser::Decide({Measure(0, 1000, 30), Measure(1, 250, 8)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("ratio 0.25") != std::string::npos);
+  // The boundary is the option's.
+  ModeChooser::Options strict;
+  strict.sync_min_speed_ratio = 0.8;
+  CATCH_CHECK(ModeChooser::Decide({Measure(0, 1000, 30), Measure(1, 700, 20)}, strict).mode ==
+              ConsistencyMode::kAsync);
+}
+
+CATCH_TEST_CASE("A stalling or varying trainer makes it ssp with a bound from the stall",
+                "[scheduler][auto]") {
+  const ModeChooser::Options options;
+  // A 4 s stall, the fastest at 5 steps/s: a bound of 20 steps.
+  auto d = ModeChooser::Decide({Measure(0, 1000, 5), Measure(1, 1000, 5, 0.05, 4.0)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  CATCH_CHECK(d.staleness == 20);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s") != std::string::npos);
+  // Varying without stalls: a second of the fastest's steps, at least 2 and at most the cap.
+  d = ModeChooser::Decide({Measure(0, 1000, 1), Measure(1, 900, 1, 0.6)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  CATCH_CHECK(d.staleness == 2);
+  CATCH_CHECK(d.reason.find("varies by 60%") != std::string::npos);
+  d = ModeChooser::Decide({Measure(0, 1000, 500), Measure(1, 900, 400, 0.6)}, options);
+  CATCH_CHECK(d.staleness == options.max_staleness);
+}
+
+CATCH_TEST_CASE("Without two measured trainers the rule syncs", "[scheduler][auto]") {
+  const ModeChooser::Options options;
+  CATCH_CHECK(ModeChooser::Decide({}, options).mode == ConsistencyMode::kSync);
+  auto lone = Measure(0, 1000, 30);
+  auto unmeasured = Measure(1, 0, 0);
+  unmeasured.reports = 0;
+  auto d = ModeChooser::Decide({lone, unmeasured}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSync);
+  CATCH_CHECK(d.reason.find("one trainer") != std::string::npos);
+}
+
+CATCH_TEST_CASE("Measures come from the reports: speed, spread and stalls", "[scheduler][auto]") {
+  ModeChooser chooser(ModeChooser::Options{}, 0.5);
+  Feed(chooser, 0, 0, 5, 1000, 32);
+  Feed(chooser, 1, 0, 5, 250, 32);
+  auto measures = chooser.Measures();
+  CATCH_REQUIRE(measures.size() == 2);
+  CATCH_CHECK(measures[0].samples_per_second == Approx(1000));
+  CATCH_CHECK(measures[0].steps_per_second == Approx(1000.0 / 32));
+  CATCH_CHECK(measures[0].variation == Approx(0).margin(1e-9));
+  CATCH_CHECK(measures[1].longest_stall_seconds == 0);
+  CATCH_CHECK(ModeChooser::Decide(measures, chooser.options()).mode == ConsistencyMode::kAsync);
+  // Trainer 1 then stops reporting for 4 s and comes back at the speed of trainer 0.
+  Feed(chooser, 0, 5, 9, 1000, 32);
+  Feed(chooser, 1, 9, 11, 1000, 32);
+  measures = chooser.Measures();
+  CATCH_CHECK(measures[1].longest_stall_seconds == Approx(4.0));
+  auto d = ModeChooser::Decide(measures, chooser.options());
+  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  // A speed that alternates between 1000 and 300 varies by about 50%.
+  ModeChooser varying(ModeChooser::Options{}, 0.5);
+  for (int i = 0; i < 10; ++i) {
+    varying.Observe(0, i * 0.5, 500, 15, 0.5);
+    varying.Observe(1, i * 0.5, i % 2 == 0 ? 500 : 150, 5, 0.5);
+  }
+  measures = varying.Measures();
+  CATCH_CHECK(measures[1].variation > 0.5);
+  CATCH_CHECK(ModeChooser::Decide(measures, varying.options()).mode == ConsistencyMode::kSsp);
+  // A trainer forgotten leaves the measures.
+  varying.Forget(1);
+  CATCH_CHECK(varying.Measures().size() == 1);
+}
+
+}  // namespace hetps
