@@ -191,11 +191,12 @@ Status Trainer::Session::BuildModelOnDevice() {
     const int64_t count = std::min<int64_t>(2, train_.size());
     std::vector<int64_t> indices(static_cast<size_t>(count));
     std::iota(indices.begin(), indices.end(), 0);
-    const int64_t classes = count > 0 ? train_.labels.max().item<int64_t>() + 1 : 1;
+    // Class targets: the data's class count (the built-in data's 10); regression: unused.
+    const int64_t classes = train_.classes > 0 ? train_.classes : kFashionMnistClasses;
     try {
       Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
       HETPS_RETURN_IF_ERROR(CheckModelOnBatch(*model_, "model file " + path, batch.input, job_.loss,
-                                              std::max<int64_t>(classes, kFashionMnistClasses)));
+                                              classes));
     } catch (const c10::Error& e) {
       return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
                               e.what_without_backtrace());
