@@ -18,10 +18,17 @@
 #             against the plain loop in C++ and in Python (Debian's python3-torch), CNN and MLP,
 #             1 and 2 threads, three alternating pairs (ratio: hetps samples/s over the faster
 #             plain loop's), with where each step's time goes
+#   scaling   jobs of 1, 2 and 4 trainers (64 samples each per step) against 1 and 2 servers,
+#             CNN and MLP, sync and async, through launch_local.sh: samples/s, each trainer's
+#             step split (compute, hand-off, wire), bytes per sample on the wire (the loopback
+#             of a network namespace of its own, when it can make one); then the cost model of
+#             benchmarks/scaling_model.py fitted to them, with its predictions (ratio: samples/s
+#             over the trainers' count times the 1-trainer job's with as many servers)
 #   torch     the two LibTorch builds side by side: the FashionCNN and the MLP training loop
 #             (hetps-bench-local-loop, batch 64) on 1 and 2 threads under the system build
 #             (--build-dir, default build) and the pip build (--pip-build-dir, default build-pip),
 #             alternating, three pairs (ratio: the median of pip samples/s over system's)
+# --steps N (scaling) steps per trainer in each job (default 100 for the CNN, 4x that for the MLP).
 # --quick runs each with small sizes, to check that it works (a test does).
 # --device (overhead, pushpull; default cpu) runs the trainer side on that device, e.g. cuda.
 # The sync-vs-async benchmark is benchmarks/modes.sh.
@@ -32,20 +39,22 @@ usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' 
 [[ $# -ge 1 ]] || { usage >&2; exit 2; }
 case $1 in
   -h|--help) usage; exit 0 ;;
-  pushpull|apply|overhead|rtt|step|torch) name=$1; shift ;;
-  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, rtt, step, torch" >&2; exit 2 ;;
+  pushpull|apply|overhead|rtt|scaling|step|torch) name=$1; shift ;;
+  *) echo "run.sh: unknown benchmark '$1'; one of pushpull, apply, overhead, rtt, scaling, step, torch" >&2; exit 2 ;;
 esac
 build_dir="$root/build"
 pip_build_dir="$root/build-pip"
 out="$root/benchmarks/results"
 device=cpu
 quick=0
+steps_flag=""
 while (($#)); do
   case $1 in
     --quick) quick=1; shift ;;
     --build-dir) [[ $# -ge 2 ]] || { echo "run.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --out) [[ $# -ge 2 ]] || { echo "run.sh: --out needs a value" >&2; exit 2; }; out=$2; shift 2 ;;
     --pip-build-dir) [[ $# -ge 2 ]] || { echo "run.sh: --pip-build-dir needs a value" >&2; exit 2; }; pip_build_dir=$2; shift 2 ;;
+    --steps) [[ $# -ge 2 && $2 =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --steps needs a positive count" >&2; exit 2; }; steps_flag=$2; shift 2 ;;
     --device) [[ $# -ge 2 ]] || { echo "run.sh: --device needs a value" >&2; exit 2; }; device=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "run.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -57,7 +66,7 @@ json="$out/$name.json"
 need() {
   [[ -x $bin/$1 ]] || { echo "run.sh: $bin/$1 is missing; build first (scripts/build.sh)" >&2; exit 1; }
 }
-echo "Command: benchmarks/run.sh $name$( ((quick)) && echo ' --quick')$([[ $device != cpu ]] && echo " --device $device")"
+echo "Command: benchmarks/run.sh $name$( ((quick)) && echo ' --quick')$([[ -n $steps_flag ]] && echo " --steps $steps_flag")$([[ $device != cpu ]] && echo " --device $device")"
 echo "Machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo
 
@@ -184,6 +193,111 @@ if pairs > 1:
           f"{case['local_loop_samples_per_second']:.0f} | {case['ratio']:.2f} |")
 json.dump([case], open(sys.argv[3], "w"), indent=2)
 PY
+    ;;
+  scaling)
+    for program in hetps-scheduler hetps-server hetps-trainer; do need "$program"; done
+    if ((quick)); then models="mlp"; trainer_counts="1 2"; cnn_steps=10; mlp_steps=20
+    else models="cnn mlp"; trainer_counts="1 2 4"; cnn_steps=${steps_flag:-100}; mlp_steps=$((4 * ${steps_flag:-100})); fi
+    modes="sync async"; server_counts="1 2"; batch=64
+    work=$(mktemp -d)
+    # Each job runs in a network namespace of its own when one can be made (root), so that its
+    # loopback's byte counter counts its traffic alone (TCP/IP headers included); otherwise on
+    # the host's loopback, and bytes per sample are then only the payload's (from the model).
+    ns=hetps-scaling-$$
+    netns=()
+    trap 'rm -rf "$work"; ((${#netns[@]})) && ip netns del "$ns" 2>/dev/null; true' EXIT
+    trap 'exit 130' INT TERM
+    if ip netns add "$ns" 2>/dev/null; then
+      netns=(ip netns exec "$ns")
+      ip -n "$ns" link set lo up
+    else
+      echo "run.sh: no network namespace (not root?): bytes on the wire are not measured, only the payload's"
+    fi
+    lo_bytes() { ((${#netns[@]})) && "${netns[@]}" cat /sys/class/net/lo/statistics/tx_bytes || echo 0; }
+    load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+    for model in $models; do
+      steps=$cnn_steps; [[ $model == mlp ]] && steps=$mlp_steps
+      for mode in $modes; do
+        for servers in $server_counts; do
+          for trainers in $trainer_counts; do
+            case=$model-$mode-$servers-$trainers
+            before=$(lo_bytes)
+            "${netns[@]}" "$root/scripts/launch_local.sh" --no-build --build-dir "$build_dir" --device "$device" \
+              --config "$root/configs/fashion_mnist.yaml" --model "$model" --mode "$mode" \
+              --servers "$servers" --trainers "$trainers" --global-batch-size $((batch * trainers)) \
+              --max-train-samples $((batch * trainers * steps)) --no-checkpoints --progress none \
+              --summary "$work/$case.json" --run-dir "$work/$case" > "$work/launch.out" 2>&1 || {
+              echo "run.sh: the $case job failed:" >&2; tail -n 20 "$work/launch.out" >&2; exit 1; }
+            echo $(($(lo_bytes) - before)) > "$work/$case.bytes"
+            echo "run.sh: $case done"
+          done
+        done
+      done
+    done
+    /usr/bin/python3 - "$work" "$json" "$batch" "$((${#netns[@]} ? 1 : 0))" "$load_before" \
+      "$(cut -d' ' -f1-3 /proc/loadavg)" "$(lscpu | sed -n 's/^Model name: *//p')" "$(nproc)" \
+      "$models" "$modes" "$server_counts" "$trainer_counts" <<'PY'
+import glob, json, re, statistics, sys
+work, out, batch, measured, load_before, load_after, cpu, cores = sys.argv[1:9]
+models, modes, servers, trainers = (a.split() for a in sys.argv[9:13])
+batch, measured, cores = int(batch), measured == "1", int(cores)
+# The trainer's last line (StepRunner::Timings), and the scheduler's line on the model.
+split = re.compile(r"step time: compute ([\d.]+) ms, device-to-host ([\d.]+) ms, wire ([\d.]+) ms, "
+                   r"host-to-device ([\d.]+) ms per step \(batch ([\d.]+) ms, forward ([\d.]+) ms, "
+                   r"backward ([\d.]+) ms, hand-off ([\d.]+) ms\)")
+sizes = re.compile(r"model \w+ has \d+ tensors, (\d+) parameters in (\d+) partitions")
+keys = ("compute", "device_to_host", "wire", "host_to_device", "batch", "forward", "backward", "hand_off")
+cases = []
+for model in models:
+    for mode in modes:
+        for s in map(int, servers):
+            for t in map(int, trainers):
+                name = f"{model}-{mode}-{s}-{t}"
+                summary = json.load(open(f"{work}/{name}.json"))
+                assert summary["status"] == "ok", f"{name}: {summary.get('error')}"
+                found = sizes.search(open(f"{work}/{name}/scheduler.log").read())
+                assert found, f"{name}: the scheduler's log names no model size"
+                parameters, partitions = map(int, found.groups())
+                splits = []
+                for log in sorted(glob.glob(f"{work}/{name}/trainer-*.log")):
+                    m = split.search(open(log).read())
+                    assert m, f"{log}: no step time line"
+                    splits.append(dict(zip(keys, map(float, m.groups()))))
+                assert len(splits) == t, f"{name}: {len(splits)} trainer logs with a step time, expected {t}"
+                steps = statistics.mean(d["steps"] for d in summary["trainer_details"])
+                samples = sum(summary["samples"])
+                step_ms = {k: statistics.mean(d[k] for d in splits) for k in keys}
+                step_ms["step"] = 1e3 * summary["train_seconds"] / steps
+                wire_bytes = int(open(f"{work}/{name}.bytes").read())
+                cases.append({
+                    "model": model, "mode": mode, "servers": s, "trainers": t, "batch_per_trainer": batch,
+                    "parameters": parameters, "partitions": partitions, "samples": samples,
+                    "steps_per_trainer": steps, "train_seconds": summary["train_seconds"],
+                    "samples_per_second": summary["samples_per_second"], "step_ms": step_ms,
+                    "wire_bytes": wire_bytes if measured else None,
+                    "bytes_per_sample": wire_bytes / samples if measured else None,
+                    "payload_bytes_per_sample": 2 * 4 * parameters / batch,
+                    "staleness_p99": summary["staleness_p99"]})
+for c in cases:
+    one = next(o for o in cases if (o["model"], o["mode"], o["servers"], o["trainers"]) ==
+               (c["model"], c["mode"], c["servers"], 1))
+    c["ratio"] = c["samples_per_second"] / (c["trainers"] * one["samples_per_second"])
+print(f"{cores} cores shared by the scheduler, the servers and the trainers of each job (load before "
+      f"{load_before}, after {load_after}); ratio: samples/s over trainers x the 1-trainer job's.\n")
+print("| model | mode | servers | trainers | samples/s | ratio | step ms | compute | hand-off | wire | "
+      "bytes/sample (payload) |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+for c in cases:
+    m = c["step_ms"]
+    wire = f"{c['bytes_per_sample']:.0f}" if c["bytes_per_sample"] is not None else "-"
+    print(f"| {c['model']} | {c['mode']} | {c['servers']} | {c['trainers']} | {c['samples_per_second']:.0f} | "
+          f"{c['ratio']:.2f} | {m['step']:.1f} | {m['compute']:.1f} | {m['hand_off']:.2f} | {m['wire']:.1f} | "
+          f"{wire} ({c['payload_bytes_per_sample']:.0f}) |")
+json.dump({"machine": cpu, "cores": cores, "cores_shared": True, "load_before": load_before,
+           "load_after": load_after, "wire_measured": measured, "batch_per_trainer": batch, "cases": cases},
+          open(out, "w"), indent=1)
+PY
+    /usr/bin/python3 "$root/benchmarks/scaling_model.py" "$json"
     ;;
   torch)
     for dir in "$build_dir" "$pip_build_dir"; do

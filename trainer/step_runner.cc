@@ -22,10 +22,12 @@ double SecondsSince(Clock::time_point start) {
 
 std::string StepRunner::Timings::ToString() const {
   const double n = steps > 0 ? static_cast<double>(steps) : 1;
-  char text[160];
+  char text[320];
   std::snprintf(text, sizeof(text),
-                "compute %.1f ms, device-to-host %.1f ms, wire %.1f ms, host-to-device %.1f ms per step",
-                1e3 * compute / n, 1e3 * device_to_host / n, 1e3 * wire / n, 1e3 * host_to_device / n);
+                "compute %.1f ms, device-to-host %.1f ms, wire %.1f ms, host-to-device %.1f ms per step "
+                "(batch %.2f ms, forward %.2f ms, backward %.2f ms, hand-off %.2f ms)",
+                1e3 * compute / n, 1e3 * device_to_host / n, 1e3 * wire / n, 1e3 * host_to_device / n,
+                1e3 * batch / n, 1e3 * forward / n, 1e3 * backward / n, 1e3 * hand_off / n);
   return text;
 }
 

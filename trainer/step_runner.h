@@ -69,7 +69,8 @@ class StepRunner {
     double device_to_host = 0;  // waiting for gradient copies to finish (GPU)
     double wire = 0;            // from the last push to the last weights received
     double host_to_device = 0;  // enqueueing weight copies and waiting for the previous ones
-    // "compute 41.2 ms, device-to-host 0.0 ms, wire 12.1 ms, host-to-device 0.0 ms per step"
+    // "compute 41.2 ms, device-to-host 0.0 ms, wire 12.1 ms, host-to-device 0.0 ms per step
+    // (batch 0.20 ms, forward 18.00 ms, backward 22.00 ms, hand-off 1.00 ms)"
     std::string ToString() const;
   };
   const Timings& timings() const { return timings_; }
