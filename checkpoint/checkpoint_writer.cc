@@ -89,8 +89,8 @@ void CheckpointWriter::WriteModel(std::string path, std::vector<TensorInfo> tens
                                   std::vector<ModelBuffer> buffers) {
   auto shared = std::make_shared<std::vector<ServerState>>(std::move(servers));
   auto shared_buffers = std::make_shared<std::vector<ModelBuffer>>(std::move(buffers));
-  Post([this, path = std::move(path), tensors = std::move(tensors), partitions = std::move(partitions), shared,
-        shared_buffers, metadata = std::move(metadata)] {
+  Post([this, path = std::move(path), tensors = std::move(tensors), partitions = std::move(partitions),
+        shared, shared_buffers, metadata = std::move(metadata)] {
     const auto start = std::chrono::steady_clock::now();
     Outcome outcome;
     outcome.kind = Outcome::Kind::kModel;

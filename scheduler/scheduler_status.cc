@@ -14,7 +14,7 @@ constexpr auto kStatusInterval = std::chrono::milliseconds(500);
 constexpr size_t kHistoryPoints = 300;  // then thinned to half, and taken half as often
 
 constexpr const char* kPhaseNames[] = {"waiting for members", "starting", "training", "final evaluation",
-                             "shutting down"};
+                                       "shutting down"};
 
 std::map<std::string, uint64_t> RefusalMap(const RefusalTally& tally) {
   std::map<std::string, uint64_t> out;

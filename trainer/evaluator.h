@@ -27,8 +27,8 @@ namespace hetps {
 class Evaluator {
  public:
   struct Options {
-    uint32_t batch_size = 250;  // test samples per forward pass
-    std::string model_name;     // for logs and error messages
+    uint32_t batch_size = 250;        // test samples per forward pass
+    std::string model_name;           // for logs and error messages
     Loss loss = Loss::kCrossEntropy;  // mse: report R² instead of accuracy
   };
 

@@ -195,8 +195,8 @@ Status Trainer::Session::BuildModelOnDevice() {
     const int64_t classes = train_.classes > 0 ? train_.classes : kFashionMnistClasses;
     try {
       Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
-      HETPS_RETURN_IF_ERROR(CheckModelOnBatch(*model_, "model file " + path, batch.input, job_.loss,
-                                              classes));
+      HETPS_RETURN_IF_ERROR(
+          CheckModelOnBatch(*model_, "model file " + path, batch.input, job_.loss, classes));
     } catch (const c10::Error& e) {
       return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
                               e.what_without_backtrace());

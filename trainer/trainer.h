@@ -33,9 +33,9 @@ struct TrainerOptions {
   bool data_from_scheduler = false;  // take the data from the scheduler (the job must serve it),
                                      // even when the files are here; without it, served data is
                                      // used only when the training file is missing
-  std::string model_file;  // this machine's copy of the job's TorchScript file; empty: the path
-                           // the scheduler names (its checksum must match either way)
-  std::chrono::milliseconds connect_timeout{60000};            // give up joining after this
+  std::string model_file;            // this machine's copy of the job's TorchScript file; empty: the path
+                                     // the scheduler names (its checksum must match either way)
+  std::chrono::milliseconds connect_timeout{60000};  // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
   bool overlap = true;  // push each tensor's gradient as soon as backward has produced it

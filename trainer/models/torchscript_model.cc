@@ -86,7 +86,8 @@ Result<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path, tor
                                    "torch.jit.script(model).save(FILE)): " +
                                    FirstLine(e.what_without_backtrace()));
   } catch (const std::exception& e) {
-    return Status::InvalidArgument("model file " + path + " is not a TorchScript file: " + FirstLine(e.what()));
+    return Status::InvalidArgument("model file " + path +
+                                   " is not a TorchScript file: " + FirstLine(e.what()));
   }
   auto model = std::make_shared<TorchScriptModel>(std::move(module), path);
   const auto parameters = model->named_parameters();
