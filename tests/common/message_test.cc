@@ -380,6 +380,35 @@ std::map<wire::Body, KindCase> AllKinds() {
       [](const Message& m) {
         CATCH_CHECK(m.body<wire::StatusReply>()->json()->str() == "{\"members\": []}");
       }};
+  cases[wire::Body::DataRequest] = {
+      [](Builder& fbb) {
+        const std::vector<uint64_t> samples = {3, 59999};
+        return wire::CreateDataRequestDirect(fbb, wire::DataSplit::Test, &samples).Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::DataRequest>();
+        CATCH_CHECK(b->split() == wire::DataSplit::Test);
+        CATCH_CHECK(std::vector<uint64_t>(b->samples()->begin(), b->samples()->end()) ==
+                    std::vector<uint64_t>{3, 59999});
+      }};
+  cases[wire::Body::DataSamples] = {
+      [](Builder& fbb) {
+        const std::vector<uint64_t> samples = {7};
+        const std::vector<uint8_t> features = {0, 128, 255};
+        const std::vector<uint8_t> targets = {9, 0, 0, 0, 0, 0, 0, 0};
+        return wire::CreateDataSamplesDirect(fbb, wire::DataSplit::Train, &samples, &features, &targets,
+                                             0xdeadbeef)
+            .Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::DataSamples>();
+        CATCH_CHECK(b->split() == wire::DataSplit::Train);
+        CATCH_CHECK(b->samples()->size() == 1);
+        CATCH_CHECK(std::vector<uint8_t>(b->features()->begin(), b->features()->end()) ==
+                    std::vector<uint8_t>{0, 128, 255});
+        CATCH_CHECK(b->targets()->size() == 8);
+        CATCH_CHECK(b->crc32() == 0xdeadbeef);
+      }};
   cases[wire::Body::ModeSwitch] = {
       [](Builder& fbb) {
         return wire::CreateModeSwitchDirect(fbb, 300, wire::Mode::Ssp, 12, "a stall").Union();
