@@ -45,7 +45,7 @@ if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only; fi
 bin="$build_dir/bin"
 
 pids=()
-cleanup() { ((${#pids[@]})) && { kill -9 "${pids[@]}" 2>/dev/null || true; }; }
+cleanup() { if ((${#pids[@]})); then kill -9 "${pids[@]}" 2>/dev/null || true; fi; }
 trap cleanup EXIT
 
 # run NAME FLAGS...: one job; prints its samples/s.

@@ -22,10 +22,12 @@ fail() {
   exit 1
 }
 
+# Unslowed, the job takes 3 s on an idle 2-core machine, too short for the load to get going: its
+# trainers sleep 4x their compute (--slowdown), in both runs, so that it lasts about 15 s.
 run_job() {  # run_job NAME [hostile]: trains, and with `hostile` under load; sets `rate`
   local name=$1 hostile=${2:-}
   "$root/scripts/launch_local.sh" --no-build --build-dir "$build" --servers 1 --trainers 2 --mode async \
-    --model mlp --epochs 1 --max-train-samples 24000 --lr 0.05 --http 127.0.0.1:0 \
+    --model mlp --epochs 1 --max-train-samples 24000 --lr 0.05 --http 127.0.0.1:0 --slowdown 5,5 \
     --summary "$work/$name.json" --run-dir "$work/$name" --progress plain > "$work/$name.out" 2>&1 &
   local launcher=$!
   pids+=("$launcher")

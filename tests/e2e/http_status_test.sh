@@ -37,9 +37,11 @@ fail() {
   exit 1
 }
 
-# Enough data for several scrapes a second apart while both trainers train.
+# The job must outlive every check below (Prometheus starting and scraping twice, Chromium
+# loading the page twice, hetps-status): about 25 s. Unslowed, this job takes 8 s on an idle
+# 2-core machine; trainers that sleep 5x their compute (--slowdown, no CPU) make it about 45 s.
 "$root/scripts/launch_local.sh" --no-build --build-dir "$build" --servers 1 --trainers 2 --mode async \
-  --model mlp --epochs 2 --max-train-samples 30000 --lr 0.05 --http 127.0.0.1:0 \
+  --model mlp --epochs 2 --max-train-samples 30000 --lr 0.05 --http 127.0.0.1:0 --slowdown 6,6 \
   --summary "$work/run.json" --run-dir "$work/run" --progress plain > "$work/launch.out" 2>&1 &
 launcher=$!
 pids+=("$launcher")

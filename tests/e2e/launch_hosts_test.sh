@@ -185,13 +185,20 @@ endpoint=$(cat "$work/orphaned/scheduler.endpoint")
 remote="^$build/bin/hetps-(server|trainer) --scheduler tcp://127.0.0.1:${endpoint##*:}"
 (($(pgrep -fc -- "$remote") == 4)) || fail "orphaned: $(pgrep -fc -- "$remote") members running, expected 4"
 on_hosts() {  # the members still running under the sshd's wrapper shells
-  local pid
+  local pid ppid
   for pid in $(pgrep -f -- "$remote"); do
-    ps -o args= -p "$(ps -o ppid= -p "$pid")" | grep -q 'kill -TERM' && echo "$pid"
+    ppid=$(ps -o ppid= -p "$pid" 2>/dev/null | tr -d ' ')
+    [[ -n $ppid ]] || continue  # gone since pgrep saw it
+    ps -o args= -p "$ppid" 2>/dev/null | grep -q 'kill -TERM' && echo "$pid"
   done
   return 0
 }
-members=$(on_hosts | wc -l)
+members=0
+for _ in $(seq 50); do
+  members=$(on_hosts | wc -l)
+  ((members == 3)) && break
+  sleep 0.2
+done
 ((members == 3)) || fail "orphaned: $members members under the sshd before the kill, expected 3"
 kill -s KILL "$tool_pid"
 wait_tool
