@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <functional>
 #include <string_view>
 #include <vector>
 
@@ -71,6 +72,23 @@ int64_t CountColumns(std::string_view line) {
   return columns;
 }
 
+// Reads `path` from the start and calls `visit` with each sample's line and its number (from 1):
+// every line but the header (when there is one) and blank lines. Stops at the first error.
+Status ForEachSampleLine(const std::string& path, bool header,
+                         const std::function<Status(std::string_view line, int64_t number)>& visit) {
+  HETPS_ASSIGN_OR_RETURN(GzReader reader, GzReader::Open(path));
+  LineReader lines(reader);
+  std::string_view line;
+  bool first = true;
+  while (true) {
+    HETPS_ASSIGN_OR_RETURN(bool more, lines.Next(&line));
+    if (!more) return Status::Ok();
+    const bool skip = (first && header) || Blank(line);
+    first = false;
+    if (!skip) HETPS_RETURN_IF_ERROR(visit(line, lines.line_number()));
+  }
+}
+
 }  // namespace
 
 Result<HostDataset> LoadCsv(const DataOptions& options, const std::string& path, uint32_t classes,
@@ -78,24 +96,11 @@ Result<HostDataset> LoadCsv(const DataOptions& options, const std::string& path,
   // Pass 1: rows and columns.
   int64_t rows = 0;
   int64_t columns = 0;
-  {
-    HETPS_ASSIGN_OR_RETURN(GzReader reader, GzReader::Open(path));
-    LineReader lines(reader);
-    std::string_view line;
-    bool first = true;
-    while (true) {
-      HETPS_ASSIGN_OR_RETURN(bool more, lines.Next(&line));
-      if (!more) break;
-      if (first && options.header) {
-        first = false;
-        continue;
-      }
-      first = false;
-      if (Blank(line)) continue;
-      if (columns == 0) columns = CountColumns(line);
-      ++rows;
-    }
-  }
+  HETPS_RETURN_IF_ERROR(ForEachSampleLine(path, options.header, [&](std::string_view line, int64_t) {
+    if (columns == 0) columns = CountColumns(line);
+    ++rows;
+    return Status::Ok();
+  }));
   if (rows == 0) return Status::InvalidArgument(path + ": holds no samples (an empty CSV file)");
   if (columns < 2) {
     return Status::InvalidArgument(path + ":" + std::string(options.header ? "2" : "1") +
@@ -126,22 +131,10 @@ Result<HostDataset> LoadCsv(const DataOptions& options, const std::string& path,
   std::vector<int64_t> line_of_row(static_cast<size_t>(rows));
 
   // Pass 2: the values.
-  HETPS_ASSIGN_OR_RETURN(GzReader reader, GzReader::Open(path));
-  LineReader lines(reader);
-  std::string_view line;
   auto* features = reinterpret_cast<float*>(data.features.data());
   int64_t row = 0;
-  bool first = true;
-  while (true) {
-    HETPS_ASSIGN_OR_RETURN(bool more, lines.Next(&line));
-    if (!more) break;
-    if (first && options.header) {
-      first = false;
-      continue;
-    }
-    first = false;
-    if (Blank(line)) continue;
-    const std::string where = path + ":" + std::to_string(lines.line_number());
+  HETPS_RETURN_IF_ERROR(ForEachSampleLine(path, options.header, [&](std::string_view line, int64_t number) {
+    const std::string where = path + ":" + std::to_string(number);
     if (row >= rows) return Status::InvalidArgument(where + ": the file grew while it was read");
     const int64_t found = CountColumns(line);
     if (found != columns) {
@@ -149,7 +142,7 @@ Result<HostDataset> LoadCsv(const DataOptions& options, const std::string& path,
                                      " columns, expected " + std::to_string(columns) +
                                      " as on the first row");
     }
-    line_of_row[row] = lines.line_number();
+    line_of_row[row] = number;
     float* out = features + row * features_per_row;
     size_t at = 0;
     for (int64_t column = 0; column < columns; ++column) {
@@ -181,7 +174,8 @@ Result<HostDataset> LoadCsv(const DataOptions& options, const std::string& path,
       }
     }
     ++row;
-  }
+    return Status::Ok();
+  }));
   if (row != rows) return Status::InvalidArgument(path + ": the file changed while it was read");
   HETPS_RETURN_IF_ERROR(FinishDataset(
       options, classes, path, [&line_of_row](int64_t i) { return "line " + std::to_string(line_of_row[i]); },
