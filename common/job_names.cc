@@ -1,0 +1,118 @@
+// The names of the job's enumerations as the job file, the flags and the summary write them,
+// and their wire forms (declared in common/job_config.h).
+#include "common/job_config.h"
+
+namespace hetps {
+
+const char* ModeName(ConsistencyMode mode) {
+  switch (mode) {
+    case ConsistencyMode::kSync:
+      return "sync";
+    case ConsistencyMode::kAsync:
+      return "async";
+    case ConsistencyMode::kSsp:
+      return "ssp";
+    case ConsistencyMode::kAuto:
+      return "auto";
+  }
+  return "?";
+}
+
+const char* BalanceName(Balance balance) {
+  return balance == Balance::kSpeed ? "speed" : "none";
+}
+
+const char* WireDTypeName(wire::DType dtype) {
+  switch (dtype) {
+    case wire::DType::BF16:
+      return "bf16";
+    case wire::DType::F16:
+      return "fp16";
+    default:
+      return "fp32";
+  }
+}
+
+Result<wire::DType> ParseWireDType(const std::string& name) {
+  if (name == "fp32") return wire::DType::F32;
+  if (name == "bf16") return wire::DType::BF16;
+  if (name == "fp16") return wire::DType::F16;
+  return Status::InvalidArgument("wire_dtype: '" + name + "' is not a wire dtype; allowed: fp32, bf16, fp16");
+}
+
+Result<ConsistencyMode> ParseMode(const std::string& name) {
+  if (name == "sync") return ConsistencyMode::kSync;
+  if (name == "async") return ConsistencyMode::kAsync;
+  if (name == "ssp") return ConsistencyMode::kSsp;
+  if (name == "auto") return ConsistencyMode::kAuto;
+  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async, ssp, auto");
+}
+
+wire::Mode ToWire(ConsistencyMode mode) {
+  switch (mode) {
+    case ConsistencyMode::kSync:
+      return wire::Mode::Sync;
+    case ConsistencyMode::kAsync:
+      return wire::Mode::Async;
+    case ConsistencyMode::kSsp:
+      return wire::Mode::Ssp;
+    case ConsistencyMode::kAuto:
+      return wire::Mode::Auto;
+  }
+  return wire::Mode::Sync;
+}
+
+ConsistencyMode FromWire(wire::Mode mode) {
+  switch (mode) {
+    case wire::Mode::Async:
+      return ConsistencyMode::kAsync;
+    case wire::Mode::Ssp:
+      return ConsistencyMode::kSsp;
+    case wire::Mode::Auto:
+      return ConsistencyMode::kAuto;
+    default:
+      return ConsistencyMode::kSync;
+  }
+}
+
+const char* LossName(Loss loss) {
+  switch (loss) {
+    case Loss::kMse:
+      return "mse";
+    case Loss::kNll:
+      return "nll";
+    default:
+      return "cross_entropy";
+  }
+}
+
+Result<Loss> ParseLoss(const std::string& name) {
+  if (name == "cross_entropy") return Loss::kCrossEntropy;
+  if (name == "mse") return Loss::kMse;
+  if (name == "nll") return Loss::kNll;
+  return Status::InvalidArgument("loss: '" + name + "' is not a loss; allowed: cross_entropy, mse, nll");
+}
+
+wire::Loss ToWire(Loss loss) {
+  switch (loss) {
+    case Loss::kMse:
+      return wire::Loss::Mse;
+    case Loss::kNll:
+      return wire::Loss::Nll;
+    default:
+      return wire::Loss::CrossEntropy;
+  }
+}
+
+Loss FromWire(wire::Loss loss) {
+  switch (loss) {
+    case wire::Loss::Mse:
+      return Loss::kMse;
+    case wire::Loss::Nll:
+      return Loss::kNll;
+    default:
+      return Loss::kCrossEntropy;
+  }
+}
+
+}  // namespace hetps
