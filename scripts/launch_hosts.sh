@@ -37,6 +37,9 @@
 #   --secure (generates the keys here; each host gets the public keys and its members' secret
 #   keys, removed at the end)  --run-dir DIR (default runs/<date-time>-hosts)  --build-dir DIR
 #   --no-build  --progress auto|plain|none
+#   --http ADDR:PORT   the scheduler's status page, /status and /metrics, as in launch_local.sh
+#                      (default 127.0.0.1:7480, this machine only; 0.0.0.0:7480 for the hosts'
+#                      browsers; --http off: none)
 # Paths in job options (summary, checkpoints, model) are on this machine, where the scheduler runs.
 set -euo pipefail
 
@@ -67,6 +70,7 @@ while (($#)); do
     --scheduler-port) need_value "$@"; port_value "$@"; scheduler_port=$2; shift 2 ;;
     --server-port) need_value "$@"; port_value "$@"; server_port=$2; shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
+    --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "$tool: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -129,15 +133,18 @@ ship_keys
 open_ssh_stdin
 
 endpoint_file="$run_dir/scheduler.endpoint"
-rm -f "$endpoint_file"
+http_url_file="$run_dir/scheduler.url"
+rm -f "$endpoint_file" "$http_url_file"
+status_page_flags
 "$bin/hetps-scheduler" "${scheduler_flags[@]}" --listen "tcp://$bind_ip:$scheduler_port" \
-  --endpoint-file "$endpoint_file" --progress "$progress" 2>> "$run_dir/scheduler.log" 7>&- &
+  --endpoint-file "$endpoint_file" "${http_flags[@]}" --progress "$progress" 2>> "$run_dir/scheduler.log" 7>&- &
 scheduler_pid=$!
 names[$scheduler_pid]=scheduler
 pids+=($scheduler_pid)
 wait_for_endpoint
 endpoint="tcp://$scheduler_address:${endpoint##*:}"  # as the hosts reach it
 echo "$tool: scheduler at $endpoint"
+announce_status_page
 
 start_server() {  # start_server I
   local e=${server_entry[$1]} j port=$server_port endpoint_flags=()

@@ -52,8 +52,6 @@ source "$root/scripts/lib/launch.sh"
 devices=(cpu)
 threads=1
 slowdown=()
-http=127.0.0.1:7480
-http_given=0
 
 while (($#)); do
   take_launch_flag "$@" && { shift "$taken"; continue; }
@@ -97,15 +95,7 @@ trap interrupted INT TERM
 endpoint_file="$run_dir/scheduler.endpoint"
 http_url_file="$run_dir/scheduler.url"
 rm -f "$endpoint_file" "$http_url_file"
-http_flags=(--http off)
-if [[ $http != off ]]; then
-  # The default port in use (another job's status page): any free one rather than no page.
-  if ((!http_given)) && (exec 3<>"/dev/tcp/${http%:*}/${http##*:}") 2>/dev/null; then
-    echo "launch_local.sh: $http is in use; the status page takes a free port instead"
-    http=${http%:*}:0
-  fi
-  http_flags=(--http "$http" --http-url-file "$http_url_file")
-fi
+status_page_flags
 # The scheduler's progress goes to this terminal; its log to the run directory.
 "$bin/hetps-scheduler" "${scheduler_flags[@]}" --listen 'tcp://127.0.0.1:*' \
   --endpoint-file "$endpoint_file" "${http_flags[@]}" --progress "$progress" 2>> "$run_dir/scheduler.log" &
@@ -113,7 +103,7 @@ scheduler_pid=$!
 names[$scheduler_pid]=scheduler
 pids+=($scheduler_pid)
 wait_for_endpoint
-[[ -s $http_url_file ]] && echo "launch_local.sh: status page on $(<"$http_url_file") (also status and metrics there)"
+announce_status_page
 
 start_server() {  # start_server I
   start "server-$1" "$run_dir/server-$1.log" "$bin/hetps-server" --scheduler "$endpoint" \

@@ -64,6 +64,26 @@ take_launch_flag() {
   return 0
 }
 
+# The status page of launch_local.sh and launch_hosts.sh: `http` (ADDR:PORT or off) and
+# `http_given` (1 when the user chose it) give `http_flags` for hetps-scheduler, which writes the
+# URL it took to `http_url_file`. The default port in use (another job's status page): any free
+# one rather than no page.
+http=127.0.0.1:7480
+http_given=0
+status_page_flags() {
+  http_flags=(--http off)
+  [[ $http == off ]] && return 0
+  if ((!http_given)) && (exec 3<>"/dev/tcp/${http%:*}/${http##*:}") 2>/dev/null; then
+    echo "$tool: $http is in use; the status page takes a free port instead"
+    http=${http%:*}:0
+  fi
+  http_flags=(--http "$http" --http-url-file "$http_url_file")
+}
+announce_status_page() {
+  [[ -s $http_url_file ]] && echo "$tool: status page on $(<"$http_url_file") (also status and metrics there)"
+  return 0
+}
+
 require_binaries() {
   for program in hetps-scheduler hetps-server hetps-trainer hetps-keygen; do
     [[ -x $bin/$program ]] || { echo "$tool: $bin/$program is missing; build first (scripts/build.sh)" >&2; exit 1; }

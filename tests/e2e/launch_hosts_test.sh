@@ -143,6 +143,9 @@ for log in server-0 server-1 trainer-0 trainer-1 scheduler; do
   [[ -s $work/job/$log.log ]] || fail "the job: $log.log is empty"
 done
 echo "ok: the job trained over ssh ($accepted sessions) to $(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["final_test_accuracy"])' "$work/job.json")"
+grep -q "^launch_hosts.sh: status page on http://127.0.0.1:[0-9]*/" "$work/job.out" ||
+  fail "launch_hosts.sh printed no status page URL on 127.0.0.1"
+echo "ok: $(grep -o "status page on http://[0-9.:]*/" "$work/job.out")"
 nothing_left job
 
 # A trainer killed on its host: the launcher names it, stops the rest and exits 1.
