@@ -19,34 +19,24 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="$root/benchmarks/results"
-build_dir="$root/build"
-build=1
+tool=faults.sh
+source "$root/benchmarks/lib/options.sh"
 quick=0
 runs=6
 pairs=3
 seed=1
 command_line="benchmarks/faults.sh${*:+ $*}"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
-need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "faults.sh: $1 needs a value" >&2; exit 2; }; }
 while (($#)); do
+  take_benchmark_flag "$@" && { shift "$taken"; continue; }
   case $1 in
     --quick) quick=1; runs=2; pairs=1; shift ;;
     --runs) need_value "$@"; runs=$2; shift 2 ;;
     --pairs) need_value "$@"; pairs=$2; shift 2 ;;
     --seed) need_value "$@"; seed=$2; shift 2 ;;
-    --out) need_value "$@"; out=$2; shift 2 ;;
-    --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    -h|--help) usage; exit 0 ;;
     *) echo "faults.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-[[ $build_dir = /* ]] || build_dir="$PWD/$build_dir"
-cd "$root"
-if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only; fi
+prepare_benchmark
 
 if ((quick)); then
   job=(--config configs/fashion_mnist.yaml --model mlp --max-train-samples 12000 --lr 0.02)

@@ -16,33 +16,22 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="$root/benchmarks/results"
-build_dir="$root/build"
-build=1
+tool=served_data.sh
+source "$root/benchmarks/lib/options.sh"
 pairs=3
 samples=60000
 model=cnn
 command_line="benchmarks/served_data.sh${*:+ $*}"
-usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
-need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "served_data.sh: $1 needs a value" >&2; exit 2; }; }
 while (($#)); do
+  take_benchmark_flag "$@" && { shift "$taken"; continue; }
   case $1 in
     --quick) pairs=1; samples=6000; model=mlp; shift ;;
     --pairs) need_value "$@"; pairs=$2; shift 2 ;;
     --samples) need_value "$@"; samples=$2; shift 2 ;;
-    --out) need_value "$@"; out=$2; shift 2 ;;
-    --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
-    --no-build) build=0; shift ;;
-    -h|--help) usage; exit 0 ;;
     *) echo "served_data.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-mkdir -p "$out/served-data-runs"
-out=$(cd "$out" && pwd)
-[[ $build_dir = /* ]] || build_dir="$PWD/$build_dir"
-cd "$root"
-if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only; fi
-bin="$build_dir/bin"
+prepare_benchmark served-data-runs
 
 pids=()
 cleanup() { if ((${#pids[@]})); then kill -9 "${pids[@]}" 2>/dev/null || true; fi; }
