@@ -4,7 +4,7 @@
 #   scripts/test.sh [--torch system|pip] [--build-dir DIR] [--pip-only] [extra ctest arguments]
 # --torch and --build-dir as for scripts/build.sh. --pip-only runs only the tests labelled `pip`
 # (those whose subject is LibTorch code the two LibTorch builds can disagree on; what CI runs
-# against the pip build). Tests that need an absent GPU are reported as skipped, and why is
+# against the pip build), having built only what they need. Tests that need an absent GPU are reported as skipped, and why is
 # printed at the end. Extra arguments go to ctest, e.g. -R shard_map.
 set -euo pipefail
 
@@ -17,7 +17,7 @@ while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "test.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "test.sh: --torch needs a value" >&2; exit 2; }; build_flags+=(--torch "$2"); shift 2 ;;
-    --pip-only) ctest_flags+=(-L pip); shift ;;
+    --pip-only) ctest_flags+=(-L pip); build_flags+=(--target hetps_pip_targets); shift ;;
     -h|--help) usage; exit 0 ;;
     *) break ;;
   esac
