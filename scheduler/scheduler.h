@@ -104,6 +104,8 @@ class Scheduler {
   void HandleDataRequest(Member& member, const Message& message);
   // The served data's layout, for TrainerJob; needs train_data and test_data.
   flatbuffers::Offset<wire::DataLayout> ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const;
+  // The served data's identity (DataLayout.checksum), computed once at Start().
+  void ComputeServedChecksum();
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -238,7 +240,8 @@ class Scheduler {
   zmq::context_t& context_;
   SchedulerOptions options_;
   JobOptions& job_;
-  std::string model_checksum_;  // of job_.model_file, when the model is a TorchScript file
+  std::string model_checksum_;   // of job_.model_file, when the model is a TorchScript file
+  std::string served_checksum_;  // of train_data and test_data, when the data is served
   Sender sender_{wire::Role::Scheduler};
   zmq::socket_t socket_;
   std::string endpoint_;
