@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What served data costs: the FashionCNN on Fashion-MNIST with one server and one trainer, once
 # with the trainer reading its local files and once with --data-from-scheduler (every training
-# chunk's bytes come from the scheduler when it is granted, checked by CRC-32), in alternating
-# pairs, one epoch each. Reports each run's samples/s (the run summary's) and the ratio served /
+# chunk's bytes come from the scheduler when it is granted, checked by CRC-32; with the trainer's
+# on-disk cache off, so that every run measures the network path), in alternating pairs, one
+# epoch each. Reports each run's samples/s (the run summary's) and the ratio served /
 # local (target >= 0.95).
 #
 #   benchmarks/served_data.sh [--quick] [--pairs N] [--samples N] [--out DIR] [--build-dir DIR]
@@ -78,7 +79,8 @@ rows=()
 ratios=()
 for ((pair = 1; pair <= pairs; ++pair)); do
   local_rate=$(run "local-$pair")
-  served_rate=$(run "served-$pair" --data-from-scheduler --data-dir "$out/served-data-runs/no-such-dir")
+  served_rate=$(run "served-$pair" --data-from-scheduler --data-dir "$out/served-data-runs/no-such-dir" \
+                    --data-cache off)
   ratio=$(/usr/bin/python3 -c "print('%.3f' % ($served_rate / $local_rate))")
   requests=$(grep -o "served data in all: [0-9]* requests, [0-9]* bytes" "$out/served-data-runs/served-$pair/trainer.log" |
              sed 's/served data in all: //')

@@ -162,6 +162,7 @@ std::string RunSummary::ToJson() const {
       {"bytes", checkpoints.bytes},     {"failed", checkpoints.failed}};
   j["resumed_from"] = resumed_from;
   j["model_file"] = model_file;
+  j["served_data"] = {{"requests", served_requests}, {"bytes", served_bytes}};
   return j.dump(2) + "\n";
 }
 

@@ -128,8 +128,10 @@ struct RunSummary {
   std::vector<TrainerSummary> trainer_details;
   std::vector<Failure> failures;
   CheckpointSummary checkpoints;
-  std::string resumed_from;  // the checkpoint this job continued, if any
-  std::string model_file;    // where the trained model was written, if it was
+  std::string resumed_from;      // the checkpoint this job continued, if any
+  std::string model_file;        // where the trained model was written, if it was
+  uint64_t served_requests = 0;  // data.serve: DataRequests answered with samples
+  uint64_t served_bytes = 0;     // the feature and target bytes in those answers
 
   std::string ToJson() const;
 };

@@ -72,6 +72,7 @@ Status Scheduler::Start() {
     HETPS_LOG(INFO) << "model: TorchScript file " << job_.model_file << " (" << model_checksum_ << ", "
                     << model_bytes_.size() << " bytes), loss " << LossName(job_.loss);
   }
+  if (job_.data.serve && options_.train_data && options_.test_data) ComputeServedChecksum();
   // Members send the scheduler envelopes only, each at most kDefaultMaxEnvelopeBytes.
   SocketOptions socket_options;
   socket_options.max_message_bytes = static_cast<int64_t>(kDefaultMaxEnvelopeBytes);

@@ -110,6 +110,8 @@ class Scheduler {
   flatbuffers::Offset<wire::DataLayout> ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const;
   // A piece of the job's TorchScript file, for a trainer without a copy (scheduler_data.cc).
   void HandleModelFileRequest(Member& member, const Message& message);
+  // The served data's identity (DataLayout.checksum), computed once at Start().
+  void ComputeServedChecksum();
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -247,6 +249,7 @@ class Scheduler {
   std::string model_checksum_;      // of job_.model_file, when the model is a TorchScript file
   std::string model_bytes_;         // that file as read at Start(): what trainers without a copy receive
   uint64_t model_piece_bytes_ = 0;  // the most of it one ModelFilePiece carries
+  std::string served_checksum_;     // of train_data and test_data, when the data is served
   Sender sender_{wire::Role::Scheduler};
   zmq::socket_t socket_;
   std::string endpoint_;

@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 
 #include "checkpoint/checksum.h"
@@ -17,11 +18,37 @@ namespace {
 // Room for a ModelFilePiece's envelope around its bytes.
 constexpr uint64_t kPieceEnvelopeBytes = 4096;
 
+// The CRC-32 of a split's layout (sample count, shape, feature type, kind and width of the
+// targets) followed by its features and targets: two data sets with the same bytes in another
+// shape differ too.
+uint32_t SplitChecksum(const HostDataset& data) {
+  std::vector<int64_t> layout = {data.samples, static_cast<int64_t>(data.feature_type),
+                                 data.float_targets ? 1 : 0, data.target_width};
+  layout.insert(layout.end(), data.sample_shape.begin(), data.sample_shape.end());
+  uint32_t crc = Crc32(layout.data(), layout.size() * sizeof(int64_t));
+  crc = ExtendCrc32(crc, data.features.data(), data.features.size());
+  if (data.float_targets) {
+    return ExtendCrc32(crc, data.float_targets_values.data(),
+                       data.float_targets_values.size() * sizeof(float));
+  }
+  return ExtendCrc32(crc, data.class_targets.data(), data.class_targets.size() * sizeof(int64_t));
+}
+
 }  // namespace
 
 uint64_t ModelPieceBytes(uint64_t max_message_bytes) {
   if (max_message_bytes <= 2 * kPieceEnvelopeBytes) return std::max<uint64_t>(1, max_message_bytes / 2);
   return std::min(kMaxServedReplyBytes, max_message_bytes - kPieceEnvelopeBytes);
+}
+
+void Scheduler::ComputeServedChecksum() {
+  char text[32];
+  std::snprintf(text, sizeof(text), "crc32:%08x%08x", SplitChecksum(*options_.train_data),
+                SplitChecksum(*options_.test_data));
+  served_checksum_ = text;
+  HETPS_LOG(INFO) << "serving the data to trainers without it: " << options_.train_data->samples
+                  << " training and " << options_.test_data->samples << " test samples (" << served_checksum_
+                  << ")";
 }
 
 flatbuffers::Offset<wire::DataLayout> Scheduler::ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const {
@@ -31,7 +58,7 @@ flatbuffers::Offset<wire::DataLayout> Scheduler::ServedLayout(flatbuffers::FlatB
       fbb, static_cast<uint64_t>(train.samples), static_cast<uint64_t>(options_.test_data->samples),
       &train.sample_shape, train.feature_type == FeatureType::kUInt8 ? wire::DType::U8 : wire::DType::F32,
       train.float_targets, train.target_width, train.classes, train.divide_by, train.mean, train.std,
-      ServedReplyBytes(per_sample));
+      ServedReplyBytes(per_sample), served_checksum_.empty() ? nullptr : served_checksum_.c_str());
 }
 
 void Scheduler::HandleDataRequest(Member& member, const Message& message) {

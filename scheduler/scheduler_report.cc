@@ -42,6 +42,8 @@ void Scheduler::FillSummary() {
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
   s.samples_completed = chunks_.completed_samples();
+  s.served_requests = served_requests_;
+  s.served_bytes = served_bytes_;
   s.server_details.clear();
   s.weight_version = 0;
   s.scheduler_refusals = refusals_.Snapshot();

@@ -18,6 +18,13 @@
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
 #   --no-overlap          push gradients after backward, not each as backward produces it
+#   --data-from local|scheduler  where the trainers' data comes from (default local: the files
+#                         under --data-dir), or one per trainer: --data-from local,scheduler makes
+#                         trainer 1 a machine without the data, which receives it from the
+#                         scheduler (hetps-trainer --data-from-scheduler; the job needs
+#                         data: {serve: true})
+#   --data-cache DIR|off  where trainers keep data received from the scheduler for the next run
+#                         (default $XDG_CACHE_HOME/hetps/data, else ~/.cache/hetps/data); off: nowhere
 # Server options:
 #   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
 # Checkpoints and the model:
@@ -52,12 +59,16 @@ source "$root/scripts/lib/launch.sh"
 devices=(cpu)
 threads=1
 slowdown=()
+data_from=(local)
+data_cache=""
 
 while (($#)); do
   take_launch_flag "$@" && { shift "$taken"; continue; }
   case $1 in
     --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
+    --data-from) need_value "$@"; IFS=, read -r -a data_from <<<"$2"; shift 2 ;;
+    --data-cache) need_value "$@"; data_cache=$2; shift 2 ;;
     --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -76,6 +87,22 @@ if ((${#devices[@]} != 1 && ${#devices[@]} != trainers)); then
 fi
 if ((${#slowdown[@]} > 0 && ${#slowdown[@]} != trainers)); then
   echo "launch_local.sh: --slowdown gives ${#slowdown[@]} factors for $trainers trainers; give one per trainer" >&2
+  exit 2
+fi
+if ((${#data_from[@]} != 1 && ${#data_from[@]} != trainers)); then
+  echo "launch_local.sh: --data-from gives ${#data_from[@]} sources for $trainers trainers; give one, or one per trainer" >&2
+  exit 2
+fi
+for from in "${data_from[@]}"; do
+  [[ $from == local || $from == scheduler ]] ||
+    { echo "launch_local.sh: --data-from takes local or scheduler, not '$from'" >&2; exit 2; }
+done
+job_serves_data() {  # the resolved job's data.serve
+  awk '/^data:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "serve:" {print $2}' <<<"$resolved"
+}
+if [[ " ${data_from[*]} " == *" scheduler "* && $(job_serves_data) != true ]]; then
+  echo "launch_local.sh: --data-from scheduler needs a job that serves its data; add 'data: {serve: true}'" \
+       "to the job file" >&2
   exit 2
 fi
 settle_job
@@ -111,8 +138,11 @@ start_server() {  # start_server I
 }
 for ((i = 0; i < servers; i++)); do start_server "$i"; done
 start_trainer() {  # start_trainer I
+  local data=(--data-dir "$data_dir")
+  [[ ${data_from[$1]:-${data_from[0]}} == scheduler ]] && data+=(--data-from-scheduler)
+  [[ -n $data_cache ]] && data+=(--data-cache "$data_cache")
   start "trainer-$1" "$run_dir/trainer-$1.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "${devices[$1]:-${devices[0]}}" --data-dir "$data_dir" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
+    --device "${devices[$1]:-${devices[0]}}" "${data[@]}" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$1")
 }
 for ((i = 0; i < trainers; i++)); do start_trainer "$i"; done

@@ -58,14 +58,44 @@ Result<std::shared_ptr<HostDataset>> Allocate(const wire::DataLayout& layout, ui
 
 Result<std::unique_ptr<DataFetcher>> DataFetcher::Create(const wire::DataLayout& layout,
                                                          ControlChannel* control, Sender* sender,
-                                                         std::chrono::milliseconds request_timeout) {
-  std::unique_ptr<DataFetcher> fetcher(new DataFetcher(control, sender, request_timeout));
+                                                         const Options& options) {
+  std::unique_ptr<DataFetcher> fetcher(new DataFetcher(control, sender, options.request_timeout));
   HETPS_ASSIGN_OR_RETURN(fetcher->train_, Allocate(layout, layout.train_samples(), "training"));
   HETPS_ASSIGN_OR_RETURN(fetcher->test_, Allocate(layout, layout.test_samples(), "test"));
   fetcher->train_present_.assign(layout.train_samples(), false);
   fetcher->test_present_.assign(layout.test_samples(), false);
   fetcher->max_reply_bytes_ = layout.max_reply_bytes();
+  fetcher->OpenCache(layout, options);
   return fetcher;
+}
+
+void DataFetcher::OpenCache(const wire::DataLayout& layout, const Options& options) {
+  if (options.cache_root.empty()) {
+    HETPS_LOG(INFO) << "no cache for the served data (--data-cache off): it is fetched in every run";
+    return;
+  }
+  if (layout.checksum() == nullptr || layout.checksum()->size() == 0) {
+    HETPS_LOG(WARNING)
+        << "the scheduler names no checksum for its data (an older version?): caching none of it";
+    return;
+  }
+  FileSystem& fs = options.fs != nullptr ? *options.fs : PosixFileSystem();
+  auto cache = DataCache::Open(fs, options.cache_root, layout.checksum()->str());
+  if (!cache.ok()) {
+    HETPS_LOG(WARNING) << cache.status().message() << "; going on without a cache";
+    return;
+  }
+  cache_ = std::move(*cache);
+  const auto start = std::chrono::steady_clock::now();
+  cached_train_ = cache_->Load(DatasetSplit::kTrain, *train_, train_present_);
+  cached_test_ = cache_->Load(DatasetSplit::kTest, *test_, test_present_);
+  HETPS_LOG(INFO) << "served data cache " << cache_->dir() << ": read " << cached_train_.samples << " of "
+                  << train_->samples << " training and " << cached_test_.samples << " of " << test_->samples
+                  << " test samples from " << cached_train_.pieces + cached_test_.pieces << " pieces in "
+                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s"
+                  << "; discarded " << cached_train_.discarded + cached_test_.discarded
+                  << " damaged or foreign, " << cached_train_.redundant + cached_test_.redundant
+                  << " redundant";
 }
 
 DataFetcher::EpochCounts DataFetcher::counts_in_epoch(uint32_t epoch) const {
@@ -161,6 +191,15 @@ Status DataFetcher::Fetch(DatasetSplit split, const std::vector<uint64_t>& indic
       std::memcpy(data.features.data() + indices[i] * sample_bytes, features->data() + i * sample_bytes,
                   sample_bytes);
       data.SetTarget(static_cast<int64_t>(indices[i]), targets->data() + i * target_bytes);
+    }
+    if (cache_) {
+      Status stored =
+          cache_->Store(split, indices, features->data(), features->size(), targets->data(), targets->size());
+      if (!stored.ok()) {
+        // A full or read-only disk costs the next run its cache, never this one its data.
+        HETPS_LOG(WARNING) << stored.message() << "; caching nothing more in this run";
+        cache_.reset();
+      }
     }
     return Status::Ok();
   }

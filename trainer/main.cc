@@ -13,6 +13,7 @@
 #include "common/cli.h"
 #include "common/logging.h"
 #include "security/member_curve.h"
+#include "trainer/data_cache.h"
 #include "trainer/device/torch_build.h"
 #include "trainer/model_fetcher.h"
 #include "trainer/trainer.h"
@@ -70,6 +71,13 @@ int main(int argc, char** argv) {
   app.add_flag("--data-from-scheduler", options.data_from_scheduler,
                "Take the training and test data from the scheduler (the job must say serve: true in its data "
                "section), even when the files are here; received samples are kept for the next epoch");
+  options.data_cache = hetps::DefaultDataCacheRoot(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  std::string data_cache = options.data_cache.empty() ? "off" : options.data_cache;
+  app.add_option("--data-cache", data_cache,
+                 "Where data served by the scheduler is kept on this machine, one directory per data set, "
+                 "so that the next run reads it from disk instead of the network ($XDG_CACHE_HOME/hetps/data "
+                 "or ~/.cache/hetps/data); off: nowhere")
+      ->default_val(data_cache);
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "Push the gradients after backward instead of each as soon as backward has produced it");
@@ -91,6 +99,7 @@ int main(int argc, char** argv) {
   if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());
   options.curve = *keys;
   options.overlap = !no_overlap;
+  options.data_cache = data_cache == "off" ? "" : data_cache;
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 
   // The inter-op pool must be sized before LibTorch starts any parallel work.

@@ -115,8 +115,11 @@ Status Trainer::Session::JoinScheduler() {
   job_ = *job;
   const wire::TrainerJob* wire_job = accepted->body<wire::JoinAccepted>()->job();
   if (wire_job->served() != nullptr && UsesServedData()) {
+    DataFetcher::Options fetcher_options;
+    fetcher_options.request_timeout = job_.request_timeout;
+    fetcher_options.cache_root = options_.data_cache;
     HETPS_ASSIGN_OR_RETURN(
-        fetcher_, DataFetcher::Create(*wire_job->served(), control_.get(), &sender_, job_.request_timeout));
+        fetcher_, DataFetcher::Create(*wire_job->served(), control_.get(), &sender_, fetcher_options));
   } else if (options_.data_from_scheduler) {
     return Status::FailedPrecondition(
         "--data-from-scheduler: the job does not serve its data (it needs serve: true in its data section)");

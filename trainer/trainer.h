@@ -33,6 +33,8 @@ struct TrainerOptions {
   bool data_from_scheduler = false;  // take the data from the scheduler (the job must serve it),
                                      // even when the files are here; without it, served data is
                                      // used only when the training file is missing
+  std::string data_cache;            // the root of the on-disk cache of served data (DataCache; main()
+                                     // defaults it to ~/.cache/hetps/data); empty: no cache
   std::string model_file;            // this machine's copy of the job's TorchScript file; empty: the path
                                      // the scheduler names (its checksum must match either way)
   // Where a TorchScript file that is not on this machine is kept once fetched from the scheduler

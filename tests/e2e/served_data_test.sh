@@ -5,7 +5,8 @@
 # scheduler corrupts its first two replies after computing their checksums (fault injection):
 # the trainer must notice both and ask again. Two epochs: every sample is trained once per epoch
 # (the summary's count); trainer 1 fetches each sample at most once in the whole job, and in the
-# second epoch trains samples it already holds without asking for them again.
+# second epoch trains samples it already holds without asking for them again. Its on-disk cache is
+# a fresh directory (never the user's), so the first epoch holds nothing yet.
 #   served_data_test.sh BUILD_DIR
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
@@ -17,7 +18,8 @@ job "model: mlp" "mode: sync" "epochs: 2" "global_batch_size: 64" "servers: 1" "
 start_scheduler --inject-corrupt-data 2
 start_member server-0 hetps-server --bind "tcp://127.0.0.1:*"
 start_member trainer-0 hetps-trainer --device cpu
-start_member trainer-1 hetps-trainer --device cpu --data-from-scheduler --data-dir "$work/no-such-dir"
+start_member trainer-1 hetps-trainer --device cpu --data-from-scheduler --data-dir "$work/no-such-dir" \
+  --data-cache "$work/cache"
 if ! wait_scheduler; then
   show_logs
   exit 1
