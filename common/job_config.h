@@ -79,6 +79,9 @@ struct HttpOptions {
   std::string listen;  // "ADDR:PORT" to serve on, e.g. 127.0.0.1:7480 (port 0: any); empty: off
 };
 
+// The largest request_timeout_ms: one day.
+constexpr uint32_t kMaxRequestTimeoutMs = 24 * 3600 * 1000;
+
 struct JobOptions {
   std::string model = "cnn";              // built-in model: mlp | cnn; "torchscript" with
                                           // model_file

@@ -1,0 +1,97 @@
+// The relations between a job's fields (ValidateJobOptions), and the quantities derived from them
+// (declared in common/job_config.h).
+#include <string>
+
+#include "common/job_config.h"
+
+namespace hetps {
+namespace {
+
+// "ADDR:PORT" with a port of 1 to 5 digits, at most 65535.
+bool LooksLikeHostPort(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return false;
+  const std::string port = text.substr(colon + 1);
+  return !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos &&
+         std::stoul(port) <= 65535;
+}
+
+}  // namespace
+
+Status ValidateJobOptions(const JobOptions& o) {
+  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.optimizer));
+  if (o.global_batch_size < MaxTrainers(o)) {
+    const char* field = o.max_trainers > o.trainers ? "max_trainers" : "trainers";
+    return Status::InvalidArgument("global_batch_size: " + std::to_string(o.global_batch_size) +
+                                   " is smaller than " + field + " (" + std::to_string(MaxTrainers(o)) +
+                                   "); every trainer needs at least one sample per step");
+  }
+  if (o.max_trainers != 0 && o.max_trainers < o.trainers) {
+    return Status::InvalidArgument("max_trainers: " + std::to_string(o.max_trainers) +
+                                   " is smaller than trainers (" + std::to_string(o.trainers) +
+                                   "); it counts the trainers waited for at the start too");
+  }
+  if (o.partition_bytes > o.max_message_bytes) {
+    return Status::InvalidArgument("partition_bytes: " + std::to_string(o.partition_bytes) +
+                                   " is larger than max_message_bytes (" +
+                                   std::to_string(o.max_message_bytes) +
+                                   "); a partition travels in one frame, and larger frames are dropped");
+  }
+  if (o.request_timeout_ms < 100 || o.request_timeout_ms > kMaxRequestTimeoutMs) {
+    return Status::InvalidArgument("request_timeout_ms: " + std::to_string(o.request_timeout_ms) +
+                                   " is out of range; allowed 100.." + std::to_string(kMaxRequestTimeoutMs));
+  }
+  if (o.heartbeat_timeout_ms < 2 * o.heartbeat_interval_ms) {
+    return Status::InvalidArgument("heartbeat_timeout_ms: " + std::to_string(o.heartbeat_timeout_ms) +
+                                   " must be at least twice heartbeat_interval_ms (" +
+                                   std::to_string(o.heartbeat_interval_ms) + ")");
+  }
+  if (DatasetTrainSamples(o.dataset) == 0) {
+    return Status::InvalidArgument("dataset: '" + o.dataset + "' is unknown; allowed: fashion-mnist");
+  }
+  HETPS_RETURN_IF_ERROR(ValidateDataOptions(o.data));
+  if (!o.model_file.empty()) {
+    if (o.model != "torchscript") {
+      return Status::InvalidArgument("model: '" + o.model + "' with a TorchScript file " + o.model_file +
+                                     "; give one or the other");
+    }
+  } else if (o.model != "mlp" && o.model != "cnn") {
+    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn, or " +
+                                   "{torchscript: FILE, loss: ...}");
+  } else if (o.loss != Loss::kCrossEntropy) {
+    return Status::InvalidArgument(std::string("loss: ") + LossName(o.loss) +
+                                   " needs a TorchScript model (model: {torchscript: FILE, loss: ...}); "
+                                   "the built-in models train with cross_entropy");
+  }
+  if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  if (!o.http.listen.empty() && !LooksLikeHostPort(o.http.listen)) {
+    return Status::InvalidArgument("http.listen: '" + o.http.listen +
+                                   "' is not ADDR:PORT (e.g. 127.0.0.1:7480; empty: no HTTP)");
+  }
+  if (o.security.curve && o.security.keys_dir.empty()) {
+    return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
+  }
+  if (o.staleness_aware_lr && o.mode == ConsistencyMode::kSync) {
+    return Status::InvalidArgument(
+        "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
+  }
+  if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync && o.mode != ConsistencyMode::kAuto) {
+    return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") + ModeName(o.mode) +
+                                   "; other modes let each trainer run at its own pace");
+  }
+  return Status::Ok();
+}
+
+uint64_t DatasetTrainSamples(const std::string& dataset) {
+  return dataset == "fashion-mnist" ? 60000 : 0;
+}
+
+uint32_t MaxTrainers(const JobOptions& options) {
+  return options.max_trainers == 0 ? options.trainers : options.max_trainers;
+}
+
+uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank) {
+  return global_batch / trainers + (rank < global_batch % trainers ? 1 : 0);
+}
+
+}  // namespace hetps

@@ -1,0 +1,118 @@
+#include "common/yaml_fields.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace hetps {
+
+std::string Where(const std::string& source, const YAML::Node& node, const std::string& key) {
+  const YAML::Mark mark = node.Mark();
+  if (mark.line >= 0) return source + ":" + std::to_string(mark.line + 1) + ": " + key;
+  return source + ": " + key;
+}
+
+std::string Scalar(const YAML::Node& node) {
+  return node.IsScalar() ? node.Scalar() : "<not a scalar>";
+}
+
+template <typename T>
+Status ReadInteger(const YAML::Node& node, const std::string& where, T min, T max, T* out) {
+  const std::string text = Scalar(node);
+  long double value = 0;
+  // Parse as long double first so "1e6" works and so values beyond the type's range are caught.
+  try {
+    size_t used = 0;
+    value = std::stold(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a number");
+  }
+  // std::trunc rather than a cast to an integer type: the cast is undefined for values beyond
+  // that type, which would report 1e30 as a fraction instead of out of range.
+  if (value != std::trunc(value)) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a whole number");
+  }
+  if (value < static_cast<long double>(min) || value > static_cast<long double>(max)) {
+    return Status::InvalidArgument(where + ": " + text + " is out of range; allowed " + std::to_string(min) +
+                                   ".." + std::to_string(max));
+  }
+  *out = static_cast<T>(value);
+  return Status::Ok();
+}
+
+// The types the job file's fields have.
+template Status ReadInteger<int32_t>(const YAML::Node&, const std::string&, int32_t, int32_t, int32_t*);
+template Status ReadInteger<int64_t>(const YAML::Node&, const std::string&, int64_t, int64_t, int64_t*);
+template Status ReadInteger<uint32_t>(const YAML::Node&, const std::string&, uint32_t, uint32_t, uint32_t*);
+template Status ReadInteger<uint64_t>(const YAML::Node&, const std::string&, uint64_t, uint64_t, uint64_t*);
+
+Status ReadDouble(const YAML::Node& node, const std::string& where, double* out) {
+  const std::string text = Scalar(node);
+  try {
+    size_t used = 0;
+    *out = std::stod(text, &used);
+    if (used != text.size()) throw std::invalid_argument(text);
+  } catch (const std::exception&) {
+    return Status::InvalidArgument(where + ": '" + text + "' is not a number");
+  }
+  return Status::Ok();
+}
+
+Status ReadBool(const YAML::Node& node, const std::string& where, bool* out) {
+  const std::string text = Scalar(node);
+  if (text == "true" || text == "yes" || text == "on")
+    *out = true;
+  else if (text == "false" || text == "no" || text == "off")
+    *out = false;
+  else
+    return Status::InvalidArgument(where + ": '" + text + "' is not true or false");
+  return Status::Ok();
+}
+
+Status ReadString(const YAML::Node& node, const std::string& where, std::string* out) {
+  if (!node.IsScalar()) return Status::InvalidArgument(where + ": expected a string");
+  *out = node.Scalar();
+  return Status::Ok();
+}
+
+Status ReadChoice(const YAML::Node& node, const std::string& where, const std::vector<std::string>& choices,
+                  std::string* out) {
+  HETPS_RETURN_IF_ERROR(ReadString(node, where, out));
+  for (const std::string& c : choices) {
+    if (*out == c) return Status::Ok();
+  }
+  std::string list;
+  for (const std::string& c : choices) list += (list.empty() ? "" : ", ") + c;
+  return Status::InvalidArgument(where + ": '" + *out + "' is not allowed; choose one of: " + list);
+}
+
+namespace {
+
+Status UnknownKey(const std::string& where, const std::vector<Field>& fields) {
+  std::string list;
+  for (const Field& f : fields) list += (list.empty() ? "" : ", ") + std::string(f.key);
+  return Status::InvalidArgument(where + ": unknown key; known keys: " + list);
+}
+
+}  // namespace
+
+Status ReadMap(const YAML::Node& map, const std::string& source, const std::string& prefix,
+               const std::vector<Field>& fields) {
+  if (!map.IsMap()) {
+    const std::string what = prefix.empty() ? "the top level" : prefix.substr(0, prefix.size() - 1);
+    return Status::InvalidArgument(Where(source, map, what) + ": expected a map of keys to values");
+  }
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const std::string where = Where(source, entry.first, prefix + key);
+    const Field* field = nullptr;
+    for (const Field& f : fields) {
+      if (key == f.key) field = &f;
+    }
+    if (field == nullptr) return UnknownKey(where, fields);
+    HETPS_RETURN_IF_ERROR(field->read(entry.second, where));
+  }
+  return Status::Ok();
+}
+
+}  // namespace hetps
