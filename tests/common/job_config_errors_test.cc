@@ -1,0 +1,91 @@
+// What the reader says of a key it does not know or a value out of its range: the file, the line,
+// the key, the value and what is allowed.
+#include "common/job_config.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "tests/common/job_config_checks.h"
+
+namespace hetps {
+namespace {
+
+using testing::RequireRejected;
+
+CATCH_TEST_CASE("An unknown key names the file, the line and the key and lists the known keys",
+                "[common][job_config]") {
+  CATCH_SECTION("top level") {
+    std::vector<std::string> parts = {"job.yaml:3: batch_size", "unknown key"};
+    for (const std::string& key : JobFileKeys()) parts.push_back(key);
+    RequireRejected("epochs: 2\n# a comment\nbatch_size: 64\n", parts);
+  }
+  CATCH_SECTION("optimizer section") {
+    RequireRejected("optimizer:\n  name: adam\n  betas: 0.9\n",
+                    {"job.yaml:3: optimizer.betas", "unknown key", "beta1", "beta2", "amsgrad",
+                     "initial_accumulator_value"});
+  }
+}
+
+CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[common][job_config]") {
+  struct Case {
+    std::string yaml;
+    std::vector<std::string> parts;
+  };
+  const std::vector<Case> cases = {
+      {"epochs: many\n", {"job.yaml:1: epochs", "'many'", "not a number"}},
+      {"epochs: 0\n", {"job.yaml:1: epochs", "0 is out of range", "1..1000"}},
+      {"epochs: 1001\n", {"job.yaml:1: epochs", "1001", "1..1000"}},
+      {"epochs: 1e30\n", {"job.yaml:1: epochs", "1e30", "out of range", "1..1000"}},
+      {"seed: 1e300\n", {"job.yaml:1: seed", "1e300", "out of range"}},
+      {"\nservers: -2\n", {"job.yaml:2: servers", "-2", "out of range", "1..256"}},
+      {"max_train_samples: -1\n", {"max_train_samples", "-1", "out of range", "0..1099511627776"}},
+      {"trainers: 2.5\n", {"job.yaml:1: trainers", "2.5", "not a whole number"}},
+      {"global_batch_size: 12abc\n", {"global_batch_size", "12abc", "not a number"}},
+      {"partition_bytes: 2\n", {"partition_bytes", "2", "4..1073741824"}},
+      {"max_message_bytes: 1000\n", {"job.yaml:1: max_message_bytes", "1000", "1048576..1073741824"}},
+      {"max_model_bytes: 2e12\n", {"job.yaml:1: max_model_bytes", "2e12", "4..1099511627776"}},
+      {"request_timeout_ms: 4294967295\n", {"job.yaml:1: request_timeout_ms", "4294967295", "100..86400000"}},
+      {"heartbeat_interval_ms: 5\n", {"heartbeat_interval_ms", "5", "10..600000"}},
+      {"mode: bsp\n", {"job.yaml:1: mode", "'bsp'", "sync, async, ssp"}},
+      {"staleness: 10001\n", {"job.yaml:1: staleness", "10001", "0..10000"}},
+      {"staleness_aware_lr: true\n", {"staleness_aware_lr", "needs mode async or ssp"}},
+      {"wire_dtype: fp8\n", {"job.yaml:1: wire_dtype", "'fp8'", "fp32, bf16, fp16"}},
+      {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
+      {"checkpoint:\n  keep: 0\n", {"job.yaml:2: checkpoint.keep", "0 is out of range", "1..1000000"}},
+      {"checkpoint:\n  cut_timeout_s: 0\n",
+       {"job.yaml:2: checkpoint.cut_timeout_s", "0 is out of range", "1..86400"}},
+      {"checkpoint:\n  cut_timeout_s: 1.5\n",
+       {"job.yaml:2: checkpoint.cut_timeout_s", "1.5", "not a whole number"}},
+      {"checkpoint:\n  every: 3\n", {"job.yaml:2: checkpoint.every", "unknown key", "interval_seconds"}},
+      {"checkpoint: /tmp/x\n", {"checkpoint", "expected a map"}},
+      {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
+      {"auto:\n  sync_min_speed_ratio: 1.5\n", {"job.yaml:2: auto.sync_min_speed_ratio", "1.5", "[0, 1]"}},
+      {"auto:\n  max_staleness: 1\n", {"job.yaml:2: auto.max_staleness", "1", "2..10000"}},
+      {"auto:\n  bound: 3\n", {"job.yaml:2: auto.bound", "unknown key", "measure_seconds"}},
+      {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},
+      {"dataset: mnist\n", {"job.yaml:1: dataset", "'mnist'", "fashion-mnist"}},
+      {"listen: [a, b]\n", {"job.yaml:1: listen", "expected a string"}},
+      {"epochs: [1, 2]\n", {"job.yaml:1: epochs", "not a number"}},
+      {"optimizer: adam\n", {"job.yaml:1: optimizer", "expected a map"}},
+      {"optimizer:\n  name: rmsprop\n",
+       {"job.yaml:2", "optimizer.name", "'rmsprop'", "sgd, adam, adamw, adagrad"}},
+      {"optimizer:\n  lr: -0.1\n", {"job.yaml", "optimizer.lr", "-0.1", "> 0"}},
+      {"optimizer:\n  lr: fast\n", {"job.yaml:2: optimizer.lr", "'fast'", "not a number"}},
+      {"optimizer:\n  momentum: 1\n", {"optimizer.momentum", "1", "[0, 1)"}},
+      {"optimizer:\n  weight_decay: -1\n", {"optimizer.weight_decay", "-1", ">= 0"}},
+      {"optimizer:\n  name: adam\n  beta1: 1.5\n", {"optimizer.beta1", "1.5", "[0, 1)"}},
+      {"optimizer:\n  name: adamw\n  beta2: -0.5\n", {"optimizer.beta2", "-0.5", "[0, 1)"}},
+      {"optimizer:\n  name: adam\n  eps: -1e-8\n", {"optimizer.eps", ">= 0"}},
+      {"optimizer:\n  name: adagrad\n  lr_decay: -0.1\n", {"optimizer.lr_decay", "-0.1", ">= 0"}},
+      {"optimizer:\n  name: adagrad\n  initial_accumulator_value: -1\n",
+       {"optimizer.initial_accumulator_value", "-1", ">= 0"}},
+      {"optimizer:\n  nesterov: maybe\n", {"job.yaml:2: optimizer.nesterov", "'maybe'", "true or false"}},
+      {"epochs: [1, 2\n", {"job.yaml", "not valid YAML"}},
+      {"- epochs\n- 3\n", {"job.yaml", "expected a map"}},
+  };
+  for (const Case& c : cases) RequireRejected(c.yaml, c.parts);
+}
+
+}  // namespace
+}  // namespace hetps
