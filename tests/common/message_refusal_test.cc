@@ -28,7 +28,7 @@ Message FromBytes(const std::string& bytes) {
   Message message;
   if (bytes.empty()) return message;
   void* data = std::malloc(bytes.size());
-  std::memcpy(data, bytes.data(), bytes.size());
+  std::memcpy(data, bytes.data(), bytes.size());  // NOLINT: envelope bytes, not a C string
   message.envelope = zmq::message_t(data, bytes.size(), &FreeBytes, nullptr);
   return message;
 }
