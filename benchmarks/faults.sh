@@ -13,7 +13,7 @@
 #   --runs N      fault runs, in turn sync, async and ssp (default 6)
 #   --pairs N     checkpoint-cost pairs (default 3)
 #   --seed S      seeds the kill times and victims (default 1)
-#   --quick       the mlp on 12,000 samples, 2 fault runs (sync, async) and 1 pair, no
+#   --quick       the mlp on 6,000 samples, 2 fault runs (sync, async) and 1 pair, no
 #                 undisturbed runs: to check that it works (about a minute)
 # A full run takes about 40 minutes on 2 cores. Exits 1 when a job failed.
 set -euo pipefail
@@ -39,7 +39,7 @@ done
 prepare_benchmark
 
 if ((quick)); then
-  job=(--config configs/fashion_mnist.yaml --model mlp --max-train-samples 12000 --lr 0.02)
+  job=(--config configs/fashion_mnist.yaml --model mlp --max-train-samples 6000 --lr 0.02)
   # Trainers 12x slower than they can be in fault runs: the job lasts long enough for the kills to
   # fall inside training however fast the machine.
   fault_flags=(--slowdown 12,12)

@@ -23,7 +23,7 @@
 # best_mode, best_seconds_to_target, auto_seconds_to_target, speedup_vs_fast_alone, each a median,
 # and every run's figures and curve) and DIR/modes.png (median accuracy against time with the
 # range as a band), and keeps each run's logs and summary in DIR/modes-runs/.
-#   --quick            the home scenario, mlp, 20,000 samples, one seed, the cases fast alone,
+#   --quick            the home scenario, mlp, 10,000 samples, one seed, the cases fast alone,
 #                      slow alone, sync balanced, async and auto (a few minutes)
 #   --seeds N          runs per case (default 3)
 #   --model mlp|cnn    default mlp (target 0.85); cnn's target is 0.88
@@ -100,7 +100,7 @@ out=$(cd "$out" && pwd)
 cd "$root"
 
 job=(--config benchmarks/modes.yaml --model "$model" --epochs "$epochs" --eval-interval-samples "$interval")
-((quick)) && job+=(--max-train-samples 20000)
+((quick)) && job+=(--max-train-samples 10000)
 
 # The cases of a scenario: "name|flags". The baselines' names are fixed (the report finds them).
 cases_of() {

@@ -211,6 +211,10 @@ Status ReadCheckpoint(const YAML::Node& node, const std::string& source, Checkpo
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{1}, uint32_t{86400 * 7}, &options.recovery_timeout_s);
        }},
+      {"cut_timeout_s",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{1}, uint32_t{86400}, &options.cut_timeout_s);
+       }},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "checkpoint.", fields));
   *out = options;
@@ -639,6 +643,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "interval_steps" << YAML::Value << o.checkpoint.interval_steps;
   out << YAML::Key << "keep" << YAML::Value << o.checkpoint.keep;
   out << YAML::Key << "recovery_timeout_s" << YAML::Value << o.checkpoint.recovery_timeout_s;
+  out << YAML::Key << "cut_timeout_s" << YAML::Value << o.checkpoint.cut_timeout_s;
   out << YAML::EndMap;
   out << YAML::Key << "model_out" << YAML::Value << o.model_out;
   out << YAML::Key << "security" << YAML::Value << YAML::BeginMap;

@@ -50,6 +50,9 @@ struct CheckpointOptions {
                                       // trainer's steps); 0: not by steps
   uint32_t keep = 3;                  // committed checkpoints kept; older ones are deleted
   uint32_t recovery_timeout_s = 600;  // a lost server must be replaced within this long
+  uint32_t cut_timeout_s = 60;        // a cut whose states are not all in this long after it
+                                      // was asked for (sync: after its round was due) is
+                                      // abandoned; the final one is asked for up to 3 times
 };
 
 // The job file's `auto` section: how mode: auto decides (scheduler/mode_chooser.h).

@@ -1,6 +1,9 @@
 // hetps-server: one parameter-server shard. Needs only the scheduler's address; the partitions it
 // holds, the optimizer and the consistency mode arrive from the scheduler.
 #include <csignal>
+#include <exception>
+#include <iostream>
+#include <string>
 
 #include "common/allocator.h"
 #include "common/cli.h"
@@ -8,6 +11,28 @@
 #include "ps/server.h"
 #include "security/curve_keys.h"
 #include "security/member_curve.h"
+
+namespace {
+
+// A whole number of at least `min` for a test-only flag; false after saying what is wrong.
+bool ReadCount(const std::string& flag, const std::string& text, int min, int* out) {
+  size_t used = 0;
+  long value = 0;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value < min || value > 1000000) {
+    std::cerr << "hetps-server: error: " << flag << " '" << text << "' is not a whole number in " << min
+              << "..1000000\n";
+    return false;
+  }
+  *out = static_cast<int>(value);
+  return true;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
@@ -39,10 +64,23 @@ int main(int argc, char** argv) {
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
+  std::string ignore_cuts = "0", ignore_cuts_after = "0";
+  app.add_option("--inject-ignore-cuts", ignore_cuts,
+                 "Testing: leave N of the scheduler's checkpoint requests unanswered (-1: every one), "
+                 "while serving pushes, pulls and heartbeats")
+      ->group("");
+  app.add_option("--inject-ignore-cuts-after", ignore_cuts_after,
+                 "Testing: answer this many checkpoint requests before --inject-ignore-cuts applies")
+      ->group("");
   hetps::MemberCurveFlags curve;
   hetps::AddMemberCurveFlags(app, "server", &curve);
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
+  // Read here rather than by CLI11, which leaves a hidden flag's name out of its errors.
+  if (!ReadCount("--inject-ignore-cuts", ignore_cuts, -1, &options.ignore_cuts) ||
+      !ReadCount("--inject-ignore-cuts-after", ignore_cuts_after, 0, &options.ignore_cuts_after)) {
+    return 2;
+  }
   hetps::ApplyLogLevel(log_level);
   auto keys = hetps::LoadMemberCurve(curve);
   if (!keys.ok()) return hetps::FatalError("hetps-server", keys.status());

@@ -50,6 +50,12 @@ struct ServerOptions {
   // the public keys by name its data socket admits. Empty: plaintext.
   CurveKeys curve;
   std::map<std::string, std::string> curve_allowed;
+  // Fault injection for tests (hetps-server's hidden --inject-ignore-cuts): after answering the
+  // first `ignore_cuts_after` checkpoint requests, leave `ignore_cuts` more unanswered (negative:
+  // every one), as a server that never reaches a cut would; pushes, pulls and heartbeats go on.
+  // Only the command line sets it; no message can.
+  int ignore_cuts = 0;
+  int ignore_cuts_after = 0;
 };
 
 class Server {
@@ -93,6 +99,8 @@ class Server {
   // answered with Ack or Error{Stale}.
   void HandleSchedulerRequest(Message message);
   void HandleCheckpointRequest(Message message);
+  // Whether this checkpoint request is one the fault injection leaves unanswered (counts it).
+  bool IgnoresCutRequest();
   void HandleRestore(Message message);
   // Adopts the live trainers a Membership names, unless an older one than the last adopted (the
   // scheduler sends them over both sockets). Sync: a newcomer whose first round a partition has
@@ -153,6 +161,7 @@ class Server {
   uint64_t pulls_answered_ = 0;
   RoundTimer rounds_;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
+  int64_t cut_requests_ = 0;     // checkpoint requests received (for the fault injection)
   std::chrono::steady_clock::time_point stats_published_{};
   mutable std::mutex stats_mutex_;
   Counters published_;  // guarded by stats_mutex_

@@ -1,8 +1,9 @@
 // The server's side of checkpoints and recovery: the scheduler asks for the state at a cut
 // (CheckpointRequest -> CheckpointState) and replaces it (Restore -> Ack), on the data socket,
 // where tensors travel in frames of their own. A trainer joining a running job is announced
-// there too (Membership -> Ack, or Error{Stale} when its first round has passed). Part of the Server class
-// (ps/server.h), on its I/O thread like the rest.
+// there too (Membership -> Ack, or Error{Stale} when its first round has passed). A test-only
+// fault (ServerOptions::ignore_cuts, from the command line) leaves checkpoint requests unanswered.
+// Part of the Server class (ps/server.h), on its I/O thread like the rest.
 #include "common/logging.h"
 #include "common/transport.h"
 #include "ps/server.h"
@@ -38,9 +39,19 @@ void Server::HandleSchedulerRequest(Message message) {
   }
 }
 
+bool Server::IgnoresCutRequest() {
+  const int64_t nth = ++cut_requests_;
+  if (options_.ignore_cuts == 0 || nth <= options_.ignore_cuts_after) return false;
+  return options_.ignore_cuts < 0 || nth <= int64_t{options_.ignore_cuts_after} + options_.ignore_cuts;
+}
+
 void Server::HandleCheckpointRequest(Message message) {
   const auto* request = message.body<wire::CheckpointRequest>();
   const uint32_t checkpoint = request->checkpoint();
+  if (IgnoresCutRequest()) {
+    HETPS_LOG(WARNING) << "leaving checkpoint request " << checkpoint << " unanswered (fault injection)";
+    return;
+  }
   const uint64_t seq = message.env().seq();
   std::optional<uint64_t> round;
   if (!request->now()) round = request->round();

@@ -6,6 +6,9 @@
 // each trainer completed before it reported its position, plus what its report says (chunks
 // trained whole but not yet reported, and how far it got into the ones it holds).
 //
+// A cut has a deadline: `timeout` after it started, or, for a sync cut at a round ahead, after
+// the time the trainers are expected to reach that round. The scheduler abandons a cut past it.
+//
 // Owned by the scheduler's loop thread.
 #pragma once
 
@@ -35,6 +38,10 @@ class CheckpointCut {
     uint32_t servers = 0;            // states expected, from ranks 0..servers-1
     std::vector<uint32_t> trainers;  // ranks whose positions are expected
     uint32_t chunks_per_epoch = 1;
+    // How far ahead, in time, the round lies (the estimate that placed it); zero for a cut at once.
+    Clock::duration lead{};
+    // How long the replies may take from then (job file: checkpoint.cut_timeout_s).
+    Clock::duration timeout = std::chrono::seconds(60);
   };
 
   // `completed`: the chunks complete when the cut is asked for.
@@ -42,6 +49,8 @@ class CheckpointCut {
 
   const Options& options() const { return options_; }
   Clock::time_point started() const { return started_; }
+  // started() + lead + timeout: past it, the cut is given up.
+  Clock::time_point deadline() const { return started_ + options_.lead + options_.timeout; }
 
   // Trainer `trainer` reported chunk `chunk` (a ChunkGrant id) complete.
   void NoteCompleted(uint32_t trainer, uint32_t chunk);

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "common/logging.h"
 
@@ -31,6 +32,7 @@ ConnectionMonitor::~ConnectionMonitor() {
 
 void ConnectionMonitor::Note(const std::string& routing_id, int fd) {
   if (fd < 0) return;
+  ReadEvents();
   auto [it, added] = fd_of_.insert_or_assign(routing_id, fd);
   if (added) HETPS_LOG(DEBUG) << "member " << routing_id << " talks on descriptor " << fd;
 }
@@ -40,7 +42,11 @@ void ConnectionMonitor::Forget(const std::string& routing_id) {
 }
 
 std::vector<std::string> ConnectionMonitor::TakeDropped() {
-  std::vector<std::string> dropped;
+  ReadEvents();
+  return std::exchange(dropped_, {});
+}
+
+void ConnectionMonitor::ReadEvents() {
   while (true) {
     zmq::message_t event;
     zmq::message_t address;
@@ -65,14 +71,13 @@ std::vector<std::string> ConnectionMonitor::TakeDropped() {
     }
     for (auto it = fd_of_.begin(); it != fd_of_.end();) {
       if (it->second == static_cast<int>(fd)) {
-        dropped.push_back(it->first);
+        dropped_.push_back(it->first);
         it = fd_of_.erase(it);
       } else {
         ++it;
       }
     }
   }
-  return dropped;
 }
 
 }  // namespace hetps

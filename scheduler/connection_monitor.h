@@ -9,6 +9,13 @@
 // and the monitor remembers, per member, the descriptor of its latest message. A member that reconnected has
 // sent on a new descriptor since, so the old one closing does not count against it.
 //
+// The system reuses a closed descriptor for the next connection at once, and the monitor's events
+// travel apart from the messages: a member's first message on a reused descriptor can be handled
+// before the event saying its predecessor on that descriptor closed. The event of a closed
+// connection is emitted before its descriptor is closed, so before any later connection can have
+// that number and send on it: Note() reads the events waiting before recording a descriptor,
+// and a close then counts only against whoever held the descriptor before.
+//
 // Owned by the scheduler's loop thread, which owns the ROUTER too and polls socket().
 #pragma once
 
@@ -47,14 +54,19 @@ class ConnectionMonitor {
   // No longer watches `routing_id` (it left or was declared dead).
   void Forget(const std::string& routing_id);
 
-  // Reads the events waiting, without blocking; the members whose latest connection closed.
+  // Reads the events waiting, without blocking; the members whose latest connection closed since
+  // the previous call.
   std::vector<std::string> TakeDropped();
 
  private:
+  // Reads the events waiting, without blocking, into dropped_.
+  void ReadEvents();
+
   zmq::socket_t& router_;
   zmq::socket_t events_;
   HandshakeFailure handshake_failed_;
   std::map<std::string, int> fd_of_;  // member -> descriptor its latest message came on
+  std::vector<std::string> dropped_;  // read, not yet taken
 };
 
 }  // namespace hetps

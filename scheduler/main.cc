@@ -183,7 +183,8 @@ int main(int argc, char** argv) {
                  "current one); the scheduler reads the training split to count its samples");
   int corrupt_served_replies = 0;
   app.add_option("--inject-corrupt-data", corrupt_served_replies,
-                 "Testing: change a byte in the first N replies of served data after their checksum")
+                 "Testing: change a byte in the first N served replies (data, model file) after their "
+                 "checksum")
       ->group("");
   std::string resume;
   app.add_option("--resume", resume,

@@ -62,11 +62,15 @@ Status Scheduler::Start() {
   if (!job_.model_file.empty()) {
     // Trainers started elsewhere on this machine (another working directory) find it too.
     job_.model_file = std::filesystem::absolute(job_.model_file).lexically_normal().string();
-    auto checksum = FileChecksum(job_.model_file);
-    if (!checksum.ok()) return checksum.status().WithContext("model.torchscript");
-    model_checksum_ = *checksum;
-    HETPS_LOG(INFO) << "model: TorchScript file " << job_.model_file << " (" << model_checksum_ << "), loss "
-                    << LossName(job_.loss);
+    // Held from now on: the bytes checksummed are the bytes trainers without a copy receive, even
+    // if the file changes or goes away while the job runs.
+    auto bytes = fs_.ReadFile(job_.model_file);
+    if (!bytes.ok()) return bytes.status().WithContext("model.torchscript");
+    model_bytes_ = std::move(*bytes);
+    model_checksum_ = FormatCrc32(Crc32(model_bytes_.data(), model_bytes_.size()));
+    model_piece_bytes_ = ModelPieceBytes(job_.max_message_bytes);
+    HETPS_LOG(INFO) << "model: TorchScript file " << job_.model_file << " (" << model_checksum_ << ", "
+                    << model_bytes_.size() << " bytes), loss " << LossName(job_.loss);
   }
   // Members send the scheduler envelopes only, each at most kDefaultMaxEnvelopeBytes.
   SocketOptions socket_options;
@@ -228,6 +232,8 @@ void Scheduler::Handle(Message message) {
       return HandleDataPosition(*member, message);
     case wire::Body::DataRequest:
       return HandleDataRequest(*member, message);
+    case wire::Body::ModelFileRequest:
+      return HandleModelFileRequest(*member, message);
     case wire::Body::Progress: {
       const auto* p = message.body<wire::Progress>();
       if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;

@@ -65,13 +65,17 @@ struct SchedulerOptions {
   std::shared_ptr<const HostDataset> train_data;
   // The test split, read when the data is served (data.serve), which needs both.
   std::shared_ptr<const HostDataset> test_data;
-  // Fault injection for tests: the first N served replies have a byte changed after their
-  // checksum was computed, as a bad link would change it.
+  // Fault injection for tests: the first N served replies (samples, or pieces of the model file)
+  // have a byte changed after their checksum was computed, as a bad link would change it.
   int corrupt_served_replies = 0;
   // The job's status is published here twice a second (for the HTTP server); nullptr: nowhere.
   // It must outlive Run().
   SnapshotBoard* status_board = nullptr;
 };
+
+// The most bytes of the job's model file one ModelFilePiece carries: kMaxServedReplyBytes, less
+// when the job's max_message_bytes is smaller, so that a piece in its envelope stays within it.
+uint64_t ModelPieceBytes(uint64_t max_message_bytes);
 
 class Scheduler {
  public:
@@ -104,6 +108,8 @@ class Scheduler {
   void HandleDataRequest(Member& member, const Message& message);
   // The served data's layout, for TrainerJob; needs train_data and test_data.
   flatbuffers::Offset<wire::DataLayout> ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const;
+  // A piece of the job's TorchScript file, for a trainer without a copy (scheduler_data.cc).
+  void HandleModelFileRequest(Member& member, const Message& message);
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -238,7 +244,9 @@ class Scheduler {
   zmq::context_t& context_;
   SchedulerOptions options_;
   JobOptions& job_;
-  std::string model_checksum_;  // of job_.model_file, when the model is a TorchScript file
+  std::string model_checksum_;      // of job_.model_file, when the model is a TorchScript file
+  std::string model_bytes_;         // that file as read at Start(): what trainers without a copy receive
+  uint64_t model_piece_bytes_ = 0;  // the most of it one ModelFilePiece carries
   Sender sender_{wire::Role::Scheduler};
   zmq::socket_t socket_;
   std::string endpoint_;
@@ -299,6 +307,7 @@ class Scheduler {
   RefusalCounter refusals_;
   uint64_t served_requests_ = 0;                    // data requests answered (data.serve)
   uint64_t served_bytes_ = 0;                       // feature and target bytes sent in them
+  uint64_t model_files_sent_ = 0;                   // last pieces of the model file sent (ModelFileRequest)
   std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
   std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;

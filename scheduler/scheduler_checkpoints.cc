@@ -17,8 +17,8 @@ namespace {
 // A sync cut lies this far ahead of the fastest trainer (doubled after each miss), so that every
 // trainer and server hears of it before reaching it.
 constexpr double kCutLeadSeconds = 2.0;
-// A cut that has not come back by then is abandoned (a trainer or server too slow to reach it).
-constexpr auto kCutTimeout = std::chrono::seconds(60);
+// A cut that has not come back checkpoint.cut_timeout_s after it was asked for (sync: after its
+// round was due) is abandoned: a trainer or server too slow to reach it, or one that never answers.
 // The final checkpoint is asked for again after it is abandoned; after this many attempts the job
 // ends as failed, saying why, rather than waiting for it forever.
 constexpr uint32_t kFinalCutAttempts = 3;
@@ -27,9 +27,10 @@ constexpr uint32_t kFinalCutAttempts = 3;
 
 void Scheduler::MaybeCheckpoint() {
   const auto now = Clock::now();
-  if (cut_ && now - cut_->started() > kCutTimeout) {
-    AbandonCut("it did not complete within " + std::to_string(kCutTimeout.count()) + " s (nothing yet from " +
-               cut_->Missing() + ")");
+  if (cut_ && now > cut_->deadline()) {
+    AbandonCut("it did not complete within " + std::to_string(job_.checkpoint.cut_timeout_s) + " s" +
+               (cut_->options().round ? " after its round was due" : "") +
+               " (checkpoint.cut_timeout_s; nothing yet from " + cut_->Missing() + ")");
     if (phase_ == Phase::kShuttingDown) return;
   }
   if (!writer_ || recovery_) return;
@@ -58,6 +59,7 @@ void Scheduler::BeginCheckpoint(bool final) {
   o.final = final;
   o.servers = job_.servers;
   o.chunks_per_epoch = chunks_.chunks_per_epoch();
+  o.timeout = std::chrono::seconds(job_.checkpoint.cut_timeout_s);
   uint64_t newest_clock = 0;
   for (Member* t : members_.Training()) {
     newest_clock = std::max(newest_clock, t->progress.clock);
@@ -68,6 +70,7 @@ void Scheduler::BeginCheckpoint(bool final) {
     const double lead = kCutLeadSeconds * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5)) +
                         job_.progress_interval_ms / 1000.0;
     o.round = StepAhead(lead);
+    o.lead = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lead));
   }
   cut_.emplace(o, chunks_.Completed());
   servers_asked_ = false;
@@ -196,16 +199,20 @@ void Scheduler::MaybeFinishCut() {
 
 void Scheduler::AbandonCut(const std::string& why) {
   if (!cut_) return;
-  HETPS_LOG(INFO) << "checkpoint abandoned: " << why;
   ++summary_.checkpoints.failed;
   const bool final = cut_->options().final;
   cut_.reset();
-  if (!final) return;
+  if (!final) {
+    HETPS_LOG(INFO) << "checkpoint abandoned: " << why;
+    return;
+  }
   // The final checkpoint is asked for again (after a recovery, say), a few times.
   if (++final_cut_failures_ >= kFinalCutAttempts) {
     return BeginShutdown(true, "the final checkpoint failed " + std::to_string(final_cut_failures_) +
                                    " times; the last time: " + why);
   }
+  HETPS_LOG(WARNING) << "final checkpoint abandoned (attempt " << final_cut_failures_ << " of "
+                     << kFinalCutAttempts << "): " << why << "; asking for it again";
   final_cut_asked_ = false;
 }
 

@@ -1,14 +1,28 @@
-// Scheduler: serving the job's data to trainers that do not have it (data.serve). The scheduler
-// holds both splits in memory (read at start) and answers each DataRequest with the samples'
-// bytes and their CRC-32; see docs/protocol.md, "Served data".
+// Scheduler: serving the job's data (data.serve) and its TorchScript file to trainers that do not
+// have them. The scheduler holds both splits and the model file in memory (read at start) and
+// answers each DataRequest with the samples' bytes and each ModelFileRequest with a piece of the
+// file, each with its CRC-32; see docs/protocol.md, "Served data" and "The model file".
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 
+#include "checkpoint/checksum.h"
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
 
 namespace hetps {
+namespace {
+
+// Room for a ModelFilePiece's envelope around its bytes.
+constexpr uint64_t kPieceEnvelopeBytes = 4096;
+
+}  // namespace
+
+uint64_t ModelPieceBytes(uint64_t max_message_bytes) {
+  if (max_message_bytes <= 2 * kPieceEnvelopeBytes) return std::max<uint64_t>(1, max_message_bytes / 2);
+  return std::min(kMaxServedReplyBytes, max_message_bytes - kPieceEnvelopeBytes);
+}
 
 flatbuffers::Offset<wire::DataLayout> Scheduler::ServedLayout(flatbuffers::FlatBufferBuilder& fbb) const {
   const HostDataset& train = *options_.train_data;
@@ -79,6 +93,53 @@ void Scheduler::HandleDataRequest(Member& member, const Message& message) {
   ++served_requests_;
   served_bytes_ += count * (sample_bytes + target_bytes);
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::DataSamples, body.Union()));
+}
+
+void Scheduler::HandleModelFileRequest(Member& member, const Message& message) {
+  const auto* request = message.body<wire::ModelFileRequest>();
+  if (job_.model_file.empty()) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "this job trains the built-in model " + job_.model + ": it has no model file to send");
+  }
+  if (member.role != wire::Role::Trainer) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "the model file is sent to trainers only");
+  }
+  const uint64_t size = model_bytes_.size();
+  const uint64_t offset = request->offset();
+  const uint64_t length = request->length();
+  if (length == 0 || length > model_piece_bytes_) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
+                  "a model file request must ask for 1 to " + std::to_string(model_piece_bytes_) +
+                      " bytes, not " + std::to_string(length));
+  }
+  // Written so that no sum can wrap around, whatever the two numbers are.
+  if (offset > size || length > size - offset) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid,
+                  std::to_string(length) + " bytes from byte " + std::to_string(offset) +
+                      " are beyond the end of the model file " + job_.model_file + " (" +
+                      std::to_string(size) + " bytes)");
+  }
+  flatbuffers::FlatBufferBuilder fbb(length + 1024);
+  uint8_t* bytes = nullptr;
+  auto bytes_vector = fbb.CreateUninitializedVector(length, &bytes);
+  std::memcpy(bytes, model_bytes_.data() + offset, length);
+  const uint32_t crc = Crc32(bytes, length);
+  if (options_.corrupt_served_replies > 0) {
+    // Fault injection for tests: the bytes change after the checksum, as a bad link would.
+    --options_.corrupt_served_replies;
+    bytes[length / 2] ^= 0x5a;
+    HETPS_LOG(WARNING) << "corrupting the model file piece served to " << member.Describe()
+                       << " (fault injection)";
+  }
+  auto body = wire::CreateModelFilePiece(fbb, offset, bytes_vector, crc);
+  SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ModelFilePiece, body.Union()));
+  // Said for the first trainers, then sparsely: a trainer asking for the same piece in a loop
+  // cannot fill the log.
+  if (offset + length == size && ShouldLogRefusal(++model_files_sent_)) {
+    HETPS_LOG(INFO) << "sent the last piece of the model file " << job_.model_file << " (" << size
+                    << " bytes) to " << member.Describe();
+  }
 }
 
 }  // namespace hetps

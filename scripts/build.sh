@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Configures (once) and builds hetps in Release mode.
-#   scripts/build.sh [--torch system|pip] [--build-dir DIR] [--binaries-only]
+#   scripts/build.sh [--torch system|pip] [--build-dir DIR] [--binaries-only] [--target NAME...]
 # --torch picks the LibTorch to build against (or HETPS_TORCH=system|pip in the environment):
 #   system  Debian's libtorch-dev 1.13 (CPU only); the default on Linux
 #   pip     PyPI's torch in the repository's .venv (CUDA on Linux, MPS on macOS), installed by
@@ -8,7 +8,8 @@
 # A build directory remembers its LibTorch: later builds there need no --torch, and asking for
 # the other one is an error (use another --build-dir).
 # --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer, hetps-keygen and hetps-status
-# but not the tests.
+# but not the tests. --target NAME (repeatable) builds that CMake target alone, e.g.
+# hetps_pip_targets: what the tests labelled `pip` need (scripts/test.sh --pip-only).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -20,7 +21,8 @@ while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "build.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs a value" >&2; exit 2; }; torch=$2; shift 2 ;;
-    --binaries-only) targets=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen hetps-status); shift ;;
+    --binaries-only) targets+=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen hetps-status); shift ;;
+    --target) [[ $# -ge 2 ]] || { echo "build.sh: --target needs a value" >&2; exit 2; }; targets+=(--target "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac

@@ -4,9 +4,10 @@
 # one on cuda and one on the CPU (the heterogeneous case in one box), and the overhead and
 # pushpull benchmarks on the GPU, and writes every figure to a JSON file: samples/s per trainer,
 # each trainer's step time split into compute, device-to-host, wire and host-to-device, accuracy.
-#   scripts/gpu_check.sh [--out FILE] [--build-dir DIR] [--quick] [--device cuda|cpu]
+#   scripts/gpu_check.sh [--out FILE] [--build-dir DIR] [--no-build] [--quick] [--device cuda|cpu]
 # --out        where the figures go (default gpu_check.json)
 # --build-dir  the pip build (default build-pip; scripts/install-deps.sh --torch pip first)
+# --no-build   use the build directory as it is (the programs must be built)
 # --quick      small sizes, to check that the script works
 # --device cpu runs every step with the CPU in place of the GPU (how a test exercises it here)
 # On a machine without a CUDA GPU (and --device cuda, the default) it says so in one line and
@@ -17,6 +18,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=gpu_check.json
 build_dir="$root/build-pip"
 quick=0
+build=1
 device=cuda
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 need_value() { [[ $# -ge 2 && -n $2 ]] || { echo "gpu_check.sh: $1 needs a value" >&2; exit 2; }; }
@@ -25,6 +27,7 @@ while (($#)); do
     --out) need_value "$@"; out=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --no-build) build=0; shift ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "gpu_check.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -41,7 +44,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 step() { echo; echo "gpu_check.sh: $*"; }
 
-if [[ $device == cuda ]]; then
+if ((!build)); then
+  [[ -x $build_dir/bin/hetps-trainer ]] || { echo "gpu_check.sh: no hetps-trainer in $build_dir/bin; build first" >&2; exit 1; }
+elif [[ $device == cuda ]]; then
   step "building against PyPI's LibTorch in $build_dir"
   "$root/scripts/build.sh" --torch pip --build-dir "$build_dir"
 else

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Builds hetps with its tests and runs the suite (CTest over Catch2, plus the end-to-end tests
 # that start real scheduler, server and trainer processes on 127.0.0.1).
-#   scripts/test.sh [--torch system|pip] [--build-dir DIR] [--torch-only] [extra ctest arguments]
-# --torch and --build-dir as for scripts/build.sh. --torch-only runs only the tests labelled
-# `torch` (those whose program links LibTorch or starts a trainer: the ones that can differ
-# between the two LibTorch builds). Tests that need an absent GPU are reported as skipped, and
-# why is printed at the end. Extra arguments go to ctest, e.g. -R shard_map.
+#   scripts/test.sh [--torch system|pip] [--build-dir DIR] [--pip-only] [extra ctest arguments]
+# --torch and --build-dir as for scripts/build.sh. --pip-only runs only the tests labelled `pip`
+# (those whose subject is LibTorch code the two LibTorch builds can disagree on; what CI runs
+# against the pip build), having built only what they need. Tests that need an absent GPU are reported as skipped, and why is
+# printed at the end. Extra arguments go to ctest, e.g. -R shard_map.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,7 +17,7 @@ while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "test.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "test.sh: --torch needs a value" >&2; exit 2; }; build_flags+=(--torch "$2"); shift 2 ;;
-    --torch-only) ctest_flags+=(-L torch); shift ;;
+    --pip-only) ctest_flags+=(-L pip); build_flags+=(--target hetps_pip_targets); shift ;;
     -h|--help) usage; exit 0 ;;
     *) break ;;
   esac

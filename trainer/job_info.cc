@@ -11,6 +11,8 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   info.model = job->model()->str();
   if (job->model_file()) info.model_file = job->model_file()->str();
   if (job->model_checksum()) info.model_checksum = job->model_checksum()->str();
+  info.model_file_bytes = job->model_file_bytes();
+  info.model_piece_bytes = job->model_piece_bytes();
   info.loss = FromWire(job->loss());
   if (!info.model_file.empty() && info.model_checksum.empty()) {
     return Status::Protocol("the scheduler named the model file " + info.model_file +

@@ -13,9 +13,11 @@
 namespace hetps {
 
 struct JobInfo {
-  std::string model;           // built-in name, or "torchscript"
-  std::string model_file;      // TorchScript: the file's path on the scheduler's machine
-  std::string model_checksum;  // TorchScript: "crc32:..." of the file's bytes
+  std::string model;               // built-in name, or "torchscript"
+  std::string model_file;          // TorchScript: the file's path on the scheduler's machine
+  std::string model_checksum;      // TorchScript: "crc32:..." of the file's bytes
+  uint64_t model_file_bytes = 0;   // TorchScript: the file's size, for a trainer that fetches it
+  uint64_t model_piece_bytes = 0;  // the most of it one ModelFilePiece carries
   Loss loss = Loss::kCrossEntropy;
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t epochs = 1;

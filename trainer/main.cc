@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 
 #include "common/allocator.h"
@@ -13,6 +14,7 @@
 #include "common/logging.h"
 #include "security/member_curve.h"
 #include "trainer/device/torch_build.h"
+#include "trainer/model_fetcher.h"
 #include "trainer/trainer.h"
 
 namespace {
@@ -48,7 +50,13 @@ int main(int argc, char** argv) {
       ->default_val(options.data_dir);
   app.add_option("--model-file", options.model_file,
                  "This machine's copy of the job's TorchScript file, when it is not at the path the "
-                 "scheduler names (its checksum must match)");
+                 "scheduler names (its checksum must match). Without either, the trainer fetches the file "
+                 "from the scheduler");
+  options.model_cache_dir = hetps::DefaultModelCacheDir(std::getenv("XDG_CACHE_HOME"), std::getenv("HOME"));
+  app.add_option("--model-cache", options.model_cache_dir,
+                 "Where TorchScript files fetched from the scheduler are kept, as CRC.pt; a later start "
+                 "finds the file there instead of fetching it again")
+      ->default_val(options.model_cache_dir);
   app.add_option("--threads", threads,
                  "Compute threads for LibTorch on the CPU (default 1: processes sharing a machine "
                  "slow each other down badly with more)")

@@ -58,6 +58,12 @@ class Trainer::Session {
   // The job's model with its initial weights on `device`: a built-in one built with the job's
   // seed, or the TorchScript file (checked against the scheduler's checksum).
   Result<std::shared_ptr<Model>> LoadModel(torch::Device device);
+  // Where this machine's copy of the job's TorchScript file is: --model-file, else the path the
+  // scheduler names, either checked against the scheduler's checksum; when neither was given nor
+  // exists, the copy fetched from the scheduler (FetchModelFile).
+  Result<std::string> FindModelFile();
+  // The cached copy of the scheduler's file, or one fetched now (trainer/model_fetcher.h).
+  Result<std::string> FetchModelFile();
   // "cnn", or "torchscript FILE" for logs and errors.
   std::string ModelName() const {
     return job_.model_file.empty() ? job_.model : "torchscript " + job_.model_file;
@@ -99,6 +105,7 @@ class Trainer::Session {
   Dataset test_;
   std::unique_ptr<DataFetcher> fetcher_;  // served data (data.serve); null with local files
   std::shared_ptr<Model> model_;
+  std::string model_path_;  // the TorchScript file loaded: this machine's copy, or the fetched one
   std::unique_ptr<ModelBuffers> buffers_;
   std::unique_ptr<ShardMap> map_;
   std::unique_ptr<PsClient> client_;

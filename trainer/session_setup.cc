@@ -14,6 +14,7 @@
 #include "trainer/device/blas_check.h"
 #include "trainer/device/device.h"
 #include "trainer/device/torch_build.h"
+#include "trainer/model_fetcher.h"
 #include "trainer/models/torchscript_model.h"
 #include "trainer/session.h"
 
@@ -165,20 +166,54 @@ Status Trainer::Session::LoadData() {
   return Status::Ok();
 }
 
-Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device) {
-  if (job_.model_file.empty()) return BuildModel(job_.model, job_.seed);
+Result<std::string> Trainer::Session::FindModelFile() {
+  std::error_code ec;
+  if (options_.model_file.empty() && !std::filesystem::exists(job_.model_file, ec)) return FetchModelFile();
   const std::string path = options_.model_file.empty() ? job_.model_file : options_.model_file;
   auto checksum = FileChecksum(path);
   if (!checksum.ok()) {
     return Status::NotFound("the job's model file " + path + " cannot be read on this machine (" +
                             checksum.status().message() +
-                            "); copy it here, at the same path or give its place with --model-file");
+                            "); copy it there, or leave out --model-file and the trainer fetches it from the "
+                            "scheduler");
   }
   if (*checksum != job_.model_checksum) {
     return Status::InvalidArgument("model file " + path + " differs from the scheduler's " + job_.model_file +
                                    " (" + *checksum + " here, " + job_.model_checksum + " there)");
   }
-  return LoadTorchScriptModel(path, device);
+  return path;
+}
+
+Result<std::string> Trainer::Session::FetchModelFile() {
+  ModelFetcher::Options fetch_options;
+  fetch_options.cache_dir = options_.model_cache_dir;
+  fetch_options.request_timeout = job_.request_timeout;
+  ModelFetcher fetcher(control_.get(), &sender_, fetch_options);
+  AnnouncedModelFile file;
+  file.path = job_.model_file;
+  file.checksum = job_.model_checksum;
+  file.bytes = job_.model_file_bytes;
+  file.piece_bytes = job_.model_piece_bytes;
+  const auto start = std::chrono::steady_clock::now();
+  HETPS_ASSIGN_OR_RETURN(std::string path, fetcher.Fetch(file));
+  if (fetcher.used_cache()) {
+    HETPS_LOG(INFO) << "the model file " << job_.model_file << " is not on this machine; using the copy "
+                    << "fetched from the scheduler earlier, " << path << " (" << job_.model_checksum << ")";
+  } else {
+    HETPS_LOG(INFO) << "fetched the model file " << job_.model_file << " from the scheduler at "
+                    << options_.scheduler << ": " << fetcher.bytes_received() << " bytes in "
+                    << fetcher.requests() << " pieces (" << fetcher.checksum_failures()
+                    << " failed their checksum and were asked for again) in "
+                    << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                    << " s; kept as " << path;
+  }
+  return path;
+}
+
+Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device) {
+  if (job_.model_file.empty()) return BuildModel(job_.model, job_.seed);
+  HETPS_ASSIGN_OR_RETURN(model_path_, FindModelFile());
+  return LoadTorchScriptModel(model_path_, device);
 }
 
 Status Trainer::Session::BuildModelOnDevice() {
@@ -187,7 +222,6 @@ Status Trainer::Session::BuildModelOnDevice() {
   if (!model.ok()) return model.status();
   model_ = *model;
   if (!job_.model_file.empty()) {
-    const std::string path = options_.model_file.empty() ? job_.model_file : options_.model_file;
     const int64_t count = std::min<int64_t>(2, train_.size());
     std::vector<int64_t> indices(static_cast<size_t>(count));
     std::iota(indices.begin(), indices.end(), 0);
@@ -196,7 +230,7 @@ Status Trainer::Session::BuildModelOnDevice() {
     try {
       Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
       HETPS_RETURN_IF_ERROR(
-          CheckModelOnBatch(*model_, "model file " + path, batch.input, job_.loss, classes));
+          CheckModelOnBatch(*model_, "model file " + model_path_, batch.input, job_.loss, classes));
     } catch (const c10::Error& e) {
       return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
                               e.what_without_backtrace());

@@ -35,6 +35,9 @@ struct TrainerOptions {
                                      // used only when the training file is missing
   std::string model_file;            // this machine's copy of the job's TorchScript file; empty: the path
                                      // the scheduler names (its checksum must match either way)
+  // Where a TorchScript file that is not on this machine is kept once fetched from the scheduler
+  // (as CRC.pt); hetps-trainer's default is DefaultModelCacheDir (trainer/model_fetcher.h).
+  std::string model_cache_dir = "hetps-cache/models";
   std::chrono::milliseconds connect_timeout{60000};  // give up joining after this
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine

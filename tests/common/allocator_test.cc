@@ -4,8 +4,12 @@
 // first touch; LibTorch computes on the calling thread with one thread.
 #include "common/allocator.h"
 
-#include <ATen/Parallel.h>
 #include <sys/resource.h>
+
+#include <algorithm>
+#include <climits>
+
+#include <ATen/Parallel.h>
 #include <torch/torch.h>
 
 #include <catch2/catch.hpp>
@@ -21,6 +25,10 @@ constexpr int kBatch = 64;
 // from uint8 samples and widened, which adds small allocations of new sizes).
 constexpr int kWarmUp = 30;
 constexpr int kSteps = 20;
+// Counted over this many windows of kSteps, keeping the fewest: a window can take faults that are
+// not the step's (the kernel reclaiming or compacting memory while other processes build), but a
+// step that maps its buffers afresh takes them in every window.
+constexpr int kWindows = 3;
 
 long MinorFaults() {
   rusage usage{};
@@ -28,7 +36,8 @@ long MinorFaults() {
   return usage.ru_minflt;
 }
 
-// Minor page faults per step of a CNN training step on Fashion-MNIST, after a warm-up.
+// Minor page faults per step of a CNN training step on Fashion-MNIST, after a warm-up: the fewest
+// over kWindows windows.
 double FaultsPerStep() {
   at::set_num_threads(1);
   auto data = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
@@ -45,9 +54,13 @@ double FaultsPerStep() {
     optimizer.step();
   };
   for (int k = 0; k < kWarmUp; ++k) step(k);
-  const long before = MinorFaults();
-  for (int k = 0; k < kSteps; ++k) step(kWarmUp + k);
-  return static_cast<double>(MinorFaults() - before) / kSteps;
+  long fewest = LONG_MAX;
+  for (int window = 0; window < kWindows; ++window) {
+    const long before = MinorFaults();
+    for (int k = 0; k < kSteps; ++k) step(kWarmUp + window * kSteps + k);
+    fewest = std::min(fewest, MinorFaults() - before);
+  }
+  return static_cast<double>(fewest) / kSteps;
 }
 
 // CTest runs each case in a process of its own; run together, the set-up of the second would

@@ -76,6 +76,7 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.checkpoint.interval_steps == 0);
   CATCH_CHECK(o.checkpoint.keep == 3);
   CATCH_CHECK(o.checkpoint.recovery_timeout_s == 600);
+  CATCH_CHECK(o.checkpoint.cut_timeout_s == 60);
   CATCH_CHECK(o.model_out.empty());
 }
 
@@ -131,6 +132,7 @@ checkpoint:
   interval_steps: 500
   keep: 2
   recovery_timeout_s: 60
+  cut_timeout_s: 5
 model_out: /tmp/model.safetensors
 security:
   curve: true
@@ -192,6 +194,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.checkpoint.interval_steps == 500);
   CATCH_CHECK(o.checkpoint.keep == 2);
   CATCH_CHECK(o.checkpoint.recovery_timeout_s == 60);
+  CATCH_CHECK(o.checkpoint.cut_timeout_s == 5);
   CATCH_CHECK(o.model_out == "/tmp/model.safetensors");
   CATCH_CHECK(o.security.curve);
   CATCH_CHECK(o.security.keys_dir == "/etc/hetps/keys");
@@ -284,6 +287,10 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"wire_dtype: fp8\n", {"job.yaml:1: wire_dtype", "'fp8'", "fp32, bf16, fp16"}},
       {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
       {"checkpoint:\n  keep: 0\n", {"job.yaml:2: checkpoint.keep", "0 is out of range", "1..1000000"}},
+      {"checkpoint:\n  cut_timeout_s: 0\n",
+       {"job.yaml:2: checkpoint.cut_timeout_s", "0 is out of range", "1..86400"}},
+      {"checkpoint:\n  cut_timeout_s: 1.5\n",
+       {"job.yaml:2: checkpoint.cut_timeout_s", "1.5", "not a whole number"}},
       {"checkpoint:\n  every: 3\n", {"job.yaml:2: checkpoint.every", "unknown key", "interval_seconds"}},
       {"checkpoint: /tmp/x\n", {"checkpoint", "expected a map"}},
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},

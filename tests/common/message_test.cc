@@ -420,6 +420,25 @@ std::map<wire::Body, KindCase> AllKinds() {
         CATCH_CHECK(b->staleness() == 12);
         CATCH_CHECK(b->reason()->str() == "a stall");
       }};
+  cases[wire::Body::ModelFileRequest] = {
+      [](Builder& fbb) { return wire::CreateModelFileRequest(fbb, 4u << 20, 1024).Union(); },
+      [](const Message& m) {
+        const auto* b = m.body<wire::ModelFileRequest>();
+        CATCH_CHECK(b->offset() == (4u << 20));
+        CATCH_CHECK(b->length() == 1024);
+      }};
+  cases[wire::Body::ModelFilePiece] = {
+      [](Builder& fbb) {
+        const std::vector<uint8_t> bytes = {0x50, 0x4b, 3, 4};
+        return wire::CreateModelFilePieceDirect(fbb, 8192, &bytes, 0x1a2b3c4d).Union();
+      },
+      [](const Message& m) {
+        const auto* b = m.body<wire::ModelFilePiece>();
+        CATCH_CHECK(b->offset() == 8192);
+        CATCH_CHECK(std::vector<uint8_t>(b->bytes()->begin(), b->bytes()->end()) ==
+                    std::vector<uint8_t>{0x50, 0x4b, 3, 4});
+        CATCH_CHECK(b->crc32() == 0x1a2b3c4d);
+      }};
   return cases;
 }
 

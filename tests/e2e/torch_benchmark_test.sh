@@ -1,17 +1,12 @@
 #!/usr/bin/env bash
 # benchmarks/run.sh torch --quick compares the two LibTorch builds: it needs both, so it runs from
-# the pip build with the system build beside it at <repository>/build (as .ci/run makes them),
-# and reports itself skipped (exit 77) otherwise.
-#   torch_benchmark_test.sh BUILD_DIR TORCH
+# the pip build (the only one that registers it) with the system build beside it at
+# <repository>/build (as .ci/run makes them), and reports itself skipped (exit 77) without that.
+#   torch_benchmark_test.sh PIP_BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 build=$1
-torch=$2
 system="$root/build"
-if [[ $torch != pip ]]; then
-  echo "SKIPPED: runs from the pip build only (this is the $torch build)"
-  exit 77
-fi
 if ! grep -qs '^HETPS_TORCH:STRING=system' "$system/CMakeCache.txt" || [[ ! -x $system/bin/hetps-bench-local-loop ]]; then
   echo "SKIPPED: no system build with hetps-bench-local-loop at $system to compare with"
   exit 77

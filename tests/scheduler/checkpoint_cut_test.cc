@@ -1,5 +1,5 @@
-// CheckpointCut without sockets: which replies it still waits for, the sync cut's round check, and
-// the data position it makes of the chunks complete at the cut and the trainers' reports.
+// CheckpointCut without sockets: which replies it still waits for, its deadline, the sync cut's
+// round check, and the data position it makes of the chunks complete at the cut and the trainers' reports.
 #include <catch2/catch.hpp>
 
 #include <flatbuffers/flatbuffers.h>
@@ -48,6 +48,24 @@ CATCH_TEST_CASE("A cut names what it still waits for", "[checkpoint_cut]") {
   CATCH_CHECK(cut.HasAllPositions());
   CATCH_CHECK(cut.Missing() == "server 0, server 1");
   CATCH_CHECK_FALSE(cut.HasAllStates());
+}
+
+CATCH_TEST_CASE("A cut's deadline runs from its start, or from when a sync cut's round is due",
+                "[checkpoint_cut]") {
+  CheckpointCut::Options at_once = CutOptions(std::nullopt);
+  at_once.timeout = std::chrono::seconds(5);
+  CheckpointCut now(at_once, {});
+  CATCH_CHECK(now.deadline() - now.started() == std::chrono::seconds(5));
+
+  CheckpointCut::Options ahead = CutOptions(uint64_t{40});
+  ahead.lead = std::chrono::milliseconds(3500);
+  ahead.timeout = std::chrono::seconds(5);
+  CheckpointCut sync(ahead, {});
+  CATCH_CHECK(sync.deadline() - sync.started() == std::chrono::milliseconds(8500));
+
+  // The default timeout is the documented 60 s.
+  CheckpointCut plain(CutOptions(std::nullopt), {});
+  CATCH_CHECK(plain.deadline() - plain.started() == std::chrono::seconds(60));
 }
 
 CATCH_TEST_CASE("A sync cut refuses a report from another step than its round", "[checkpoint_cut]") {
