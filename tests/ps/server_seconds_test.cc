@@ -118,11 +118,15 @@ StatusSnapshot RunJob(ConsistencyMode mode, size_t server_threads, uint64_t appl
     auto parsed = ParseStatusJson(*json, "the scheduler");
     CATCH_REQUIRE(parsed.ok());
     snapshot = std::move(*parsed);
+    // Every server listed (a snapshot published before they joined lists none) and counted.
+    size_t listed = 0;
     bool arrived = true;
     for (const MemberStatus& m : snapshot.members) {
       if (m.role != "server") continue;
+      ++listed;
       arrived = arrived && m.apply_seconds.count() == apply_count && m.round_seconds.count() == round_count;
     }
+    arrived = arrived && listed == 2;
     if (arrived) break;
     std::this_thread::sleep_for(milliseconds(100));
   }
