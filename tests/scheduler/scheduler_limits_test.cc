@@ -143,7 +143,7 @@ CATCH_TEST_CASE(
 
   Sender sender(wire::Role::Trainer);
   // A heartbeat whose apply seconds count `counts` durations with `sum` seconds in all.
-  auto heartbeat = [&](std::vector<uint64_t> counts, double sum) {
+  auto heartbeat = [&](const std::vector<uint64_t>& counts, double sum) {
     flatbuffers::FlatBufferBuilder fbb(256);
     auto apply = wire::CreateSecondsHistogram(fbb, fbb.CreateVector(counts), sum);
     wire::ServerStatsBuilder stats(fbb);
