@@ -68,7 +68,12 @@ class WideVectors {
   }
 
   bool Stats(const wire::ServerStats* stats) const {
-    return stats == nullptr || Vector(stats->staleness_counts());
+    return stats == nullptr || (Vector(stats->staleness_counts()) && Seconds(stats->round_seconds()) &&
+                                Seconds(stats->apply_seconds()));
+  }
+
+  bool Seconds(const wire::SecondsHistogram* histogram) const {
+    return histogram == nullptr || Vector(histogram->counts());
   }
 
   uintptr_t buffer_;

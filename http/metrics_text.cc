@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <functional>
+#include <iterator>
 #include <sstream>
 
 namespace hetps {
@@ -73,6 +74,26 @@ void StalenessHistogram(Writer& w, const StatusSnapshot& s) {
     w.Sample("hetps_staleness_bucket", MemberLabels(m, "le=\"+Inf\""), Number(count));
     w.Sample("hetps_staleness_sum", MemberLabels(m), Number(m.staleness_sum));
     w.Sample("hetps_staleness_count", MemberLabels(m), Number(count));
+  }
+}
+
+// A histogram of seconds per server, in common/seconds_histogram.h's buckets.
+void ServerSeconds(Writer& w, const StatusSnapshot& s, const std::string& name, const char* help,
+                   SecondsHistogram MemberStatus::*field) {
+  w.Family(name.c_str(), "histogram", help);
+  for (const MemberStatus& m : s.members) {
+    if (m.role != "server") continue;
+    const SecondsHistogram& h = m.*field;
+    uint64_t at_most = 0;
+    for (size_t i = 0; i < std::size(kSecondsBucketBounds); ++i) {
+      if (i < h.counts.size()) at_most += h.counts[i];
+      char bound[32];
+      std::snprintf(bound, sizeof(bound), "%g", kSecondsBucketBounds[i]);
+      w.Sample(name + "_bucket", MemberLabels(m, "le=\"" + std::string(bound) + "\""), Number(at_most));
+    }
+    w.Sample(name + "_bucket", MemberLabels(m, "le=\"+Inf\""), Number(h.count()));
+    w.Sample(name + "_sum", MemberLabels(m), Number(h.sum));
+    w.Sample(name + "_count", MemberLabels(m), Number(h.count()));
   }
 }
 
@@ -200,7 +221,15 @@ std::string RenderMetrics(const StatusSnapshot& s) {
               [](const MemberStatus& m) { return Number(m.max_clock_gap); });
   bool servers = false;
   for (const MemberStatus& m : s.members) servers = servers || m.role == "server";
-  if (servers) StalenessHistogram(w, s);
+  if (servers) {
+    StalenessHistogram(w, s);
+    ServerSeconds(w, s, "hetps_server_round_seconds",
+                  "Seconds of a server's sync rounds, each from its first push to the last reply it released",
+                  &MemberStatus::round_seconds);
+    ServerSeconds(w, s, "hetps_server_apply_seconds",
+                  "Seconds of optimizer work a server spent on each push (async, ssp) or sync round",
+                  &MemberStatus::apply_seconds);
+  }
   Refusals(w, s);
   return w.str();
 }

@@ -1,6 +1,7 @@
 // The Prometheus text exposition (format 0.0.4) of a StatusSnapshot: what GET /metrics serves.
 // Every family has # HELP and # TYPE; values are in base units (seconds, bytes, ratios);
-// counters end in _total; per-member series carry the labels role, rank, host and device.
+// counters end in _total; per-member series carry the labels role, rank, host and device;
+// histograms of seconds have the buckets of common/seconds_histogram.h.
 // docs/operations.md lists every metric. Pure function; any thread.
 #pragma once
 

@@ -6,17 +6,22 @@
 #include <boost/beast/http.hpp>
 #include <zmq.hpp>
 
+#include "common/handshake_monitor.h"
 #include "common/message.h"
 #include "common/transport.h"
 
 namespace hetps {
 
-Result<std::string> FetchStatusOverZmq(const std::string& endpoint, std::chrono::milliseconds timeout) {
+Result<std::string> FetchStatusOverZmq(const std::string& endpoint, std::chrono::milliseconds timeout,
+                                       const CurveKeys& curve) {
   zmq::context_t context(1);
   SocketOptions options;
   options.linger_ms = 0;
   options.max_message_bytes = int64_t{64} << 20;
+  options.curve = curve;
   zmq::socket_t socket = MakeSocket(context, zmq::socket_type::dealer, options);
+  // A refused handshake would otherwise look like a scheduler that never answers.
+  HandshakeMonitor monitor(context, socket);
   HETPS_RETURN_IF_ERROR(Connect(socket, endpoint).WithContext("--scheduler"));
   Sender sender(wire::Role::Unknown);
   Message request;
@@ -26,7 +31,15 @@ Result<std::string> FetchStatusOverZmq(const std::string& endpoint, std::chrono:
   while (std::chrono::steady_clock::now() < deadline) {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
-    if (!PollReadable({&socket}, std::max(left, std::chrono::milliseconds(1)))[0]) continue;
+    const std::vector<bool> readable =
+        PollReadable({&socket, &monitor.socket()}, std::max(left, std::chrono::milliseconds(1)));
+    if (readable[1]) {
+      if (auto failure = monitor.TakeFailure()) {
+        return Status::FailedPrecondition("the scheduler at " + endpoint +
+                                          " refused the connection: " + *failure);
+      }
+    }
+    if (!readable[0]) continue;
     auto received = TryReceive(socket, /*router=*/false);
     if (!received.ok()) return received.status();
     if (!received->has_value()) continue;
@@ -40,8 +53,7 @@ Result<std::string> FetchStatusOverZmq(const std::string& endpoint, std::chrono:
     return reply.body<wire::StatusReply>()->json()->str();
   }
   return Status::Unavailable("no answer from a scheduler at " + endpoint + " within " +
-                             std::to_string(timeout.count()) +
-                             " ms (is the job running there? with CURVE, use --http)");
+                             std::to_string(timeout.count()) + " ms (is the job running there?)");
 }
 
 Result<std::string> FetchStatusOverHttp(const std::string& url, std::chrono::milliseconds timeout) {

@@ -1,6 +1,7 @@
 #include "http/status_json.h"
 
 #include <cstdio>
+#include <iterator>
 
 #include <nlohmann/json.hpp>
 
@@ -8,6 +9,25 @@ namespace hetps {
 namespace {
 
 using Json = nlohmann::ordered_json;
+
+// counts[i]: durations up to bucket_bounds[i] (and above the bound before); the last, longer ones.
+Json SecondsJson(const SecondsHistogram& h) {
+  return {{"count", h.count()},
+          {"sum", h.sum},
+          {"bucket_bounds",
+           std::vector<double>(std::begin(kSecondsBucketBounds), std::end(kSecondsBucketBounds))},
+          {"counts", h.counts}};
+}
+
+void TakeSeconds(const Json& j, const char* key, SecondsHistogram* out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_object()) return;
+  std::vector<uint64_t> counts;
+  if (auto c = it->find("counts"); c != it->end() && !c->is_null()) counts = c->get<std::vector<uint64_t>>();
+  counts.resize(kSecondsBuckets);
+  out->counts = std::move(counts);
+  if (auto sum = it->find("sum"); sum != it->end() && !sum->is_null()) out->sum = sum->get<double>();
+}
 
 Json MemberJson(const MemberStatus& m) {
   Json j = {{"role", m.role},
@@ -40,7 +60,9 @@ Json MemberJson(const MemberStatus& m) {
               {"max_clock_gap", m.max_clock_gap},
               {"staleness_counts", m.staleness_counts},
               {"staleness_sum", m.staleness_sum},
-              {"staleness_max", m.staleness_max}});
+              {"staleness_max", m.staleness_max},
+              {"round_seconds", SecondsJson(m.round_seconds)},
+              {"apply_seconds", SecondsJson(m.apply_seconds)}});
   }
   return j;
 }
@@ -81,6 +103,8 @@ MemberStatus MemberFromJson(const Json& j) {
   Take(j, "staleness_counts", &m.staleness_counts);
   Take(j, "staleness_sum", &m.staleness_sum);
   Take(j, "staleness_max", &m.staleness_max);
+  TakeSeconds(j, "round_seconds", &m.round_seconds);
+  TakeSeconds(j, "apply_seconds", &m.apply_seconds);
   return m;
 }
 

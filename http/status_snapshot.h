@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "common/seconds_histogram.h"
+
 namespace hetps {
 
 // One server or trainer.
@@ -47,6 +49,8 @@ struct MemberStatus {
   std::vector<uint64_t> staleness_counts;  // [k]: pushes of staleness k; the last: k and more
   uint64_t staleness_sum = 0;
   uint64_t staleness_max = 0;
+  SecondsHistogram round_seconds;  // sync rounds: from the first push to the last reply
+  SecondsHistogram apply_seconds;  // the optimizer's work per push (async, ssp) or round (sync)
   // Refused messages and connections, by reason name ("unverified", ...); non-zero ones only.
   std::map<std::string, uint64_t> refusals;
 };

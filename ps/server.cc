@@ -88,7 +88,10 @@ Status Server::Serve() {
 
   while (true) {
     const bool data_readable = Poll(std::chrono::milliseconds(200));
-    if (shard_) shard_->workers().RunFinished();
+    if (shard_) {
+      shard_->workers().RunFinished();
+      SettleRounds();
+    }
     HETPS_RETURN_IF_ERROR(control_->Check());
     PublishStats();
     while (auto message = control_->TakeInbox()) {
@@ -281,6 +284,7 @@ void Server::HandleData(Message message) {
       Status status = push->pull() ? CheckPendingPulls(trainer) : Status::Ok();
       if (status.ok()) status = shard_->Push(trainer, *push, frames);
       if (!status.ok()) return Refuse(message, status);
+      if (shard_->IsSyncStep(push->clock())) rounds_.Pushed(push->clock(), std::chrono::steady_clock::now());
       if (push->pull()) {
         PendingPull pull;
         pull.routing_id = std::move(message.routing_id);
@@ -384,11 +388,16 @@ void Server::AnswerReadyPulls() {
       ++it;
       continue;
     }
-    if (!it->latest) shard_->RecordAdmission(it->clock);
+    if (!it->latest) {
+      shard_->RecordAdmission(it->clock);
+      rounds_.ReplyStarted(it->clock);
+    }
     auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
     const uint32_t generation = sender_.generation();
-    auto send = [this, routing_id, generation](Shard::WeightsReply& weights) {
+    const uint64_t clock = it->latest ? 0 : it->clock;
+    auto send = [this, routing_id, generation, clock](Shard::WeightsReply& weights) {
       if (generation != sender_.generation()) return;  // answers a request a restore cancelled
+      rounds_.ReplyDone(clock);
       flatbuffers::FlatBufferBuilder fbb(256 + 12 * weights.partitions.size());
       auto body = weights.Write(fbb);
       Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
@@ -398,6 +407,17 @@ void Server::AnswerReadyPulls() {
     ++pulls_answered_;
     it = pending_.erase(it);
   }
+  SettleRounds();
+}
+
+void Server::SettleRounds() {
+  rounds_.Settle(
+      shard_->CompletedRounds(),
+      [this](uint64_t clock) {
+        return std::any_of(pending_.begin(), pending_.end(),
+                           [clock](const PendingPull& p) { return !p.latest && p.clock == clock; });
+      },
+      std::chrono::steady_clock::now());
 }
 
 void Server::Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason) {
@@ -433,6 +453,7 @@ Server::Counters Server::CurrentStats() const {
   if (shard_) counters.shard = shard_->stats();
   counters.pulls = pulls_answered_;
   counters.refusals = refusals_.Snapshot();
+  counters.round_seconds = rounds_.seconds();
   return counters;
 }
 
@@ -456,7 +477,8 @@ zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, 
   auto server_stats =
       wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(),
                               stats.rounds, fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
-                              stats.max_clock_gap, counters.refusals.ToWire(fbb), stats.staleness_sum);
+                              stats.max_clock_gap, counters.refusals.ToWire(fbb), stats.staleness_sum,
+                              counters.round_seconds.ToWire(fbb), stats.apply_seconds.ToWire(fbb));
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

@@ -27,6 +27,7 @@
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "common/transport.h"
+#include "ps/round_timer.h"
 #include "ps/shard.h"
 #include "ps/trainer_identities.h"
 #include "security/zap_handler.h"
@@ -118,6 +119,8 @@ class Server {
   Status InstallShard(const wire::ShardMap& wire_map);
   void Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vector<zmq::message_t> frames = {});
   void AnswerReadyPulls();
+  // Counts the sync rounds whose last reply has gone out (RoundTimer::Settle).
+  void SettleRounds();
   // mode: auto: adopts the scheduler's switch (logged; ignored with a warning when it does not apply).
   void SwitchMode(const wire::ModeSwitch& change);
 
@@ -126,6 +129,7 @@ class Server {
     Shard::Stats shard;
     uint64_t pulls = 0;
     RefusalTally refusals;
+    SecondsHistogram round_seconds;
   };
   Counters CurrentStats() const;
   // Copies the counters for the control channel's thread, which sends the heartbeats, at most
@@ -155,6 +159,7 @@ class Server {
   RefusalCounter refusals_;
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: admits trainers' keys (counts in refusals_)
   uint64_t pulls_answered_ = 0;
+  RoundTimer rounds_;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
   int64_t cut_requests_ = 0;     // checkpoint requests received (for the fault injection)
   std::chrono::steady_clock::time_point stats_published_{};

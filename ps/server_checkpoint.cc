@@ -90,6 +90,7 @@ void Server::HandleRestore(Message message) {
   sender_.set_generation(restore->generation());
   // Pulls waiting for rounds that no longer exist would never be answered; their trainers pull again.
   pending_.clear();
+  rounds_.Forget();
   if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
     HETPS_LOG(INFO) << "restored checkpoint " << restore->checkpoint() << " (generation "
                     << restore->generation()

@@ -1,6 +1,8 @@
 #include "ps/shard.h"
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <string>
@@ -18,6 +20,14 @@ std::string PartitionName(const ShardMap& map, uint32_t id) {
 }
 
 }  // namespace
+
+struct Shard::ApplyTally {
+  std::atomic<int64_t> nanoseconds{0};
+  // Steps posted and not yet run, plus one until EndApply: whoever brings it to 0 records.
+  std::atomic<uint32_t> open{1};
+  // Written by the I/O thread before each step is posted, so whoever ends the tally sees them all.
+  std::atomic<uint32_t> steps{0};
+};
 
 wire::ErrorCode RefusalCode(const Status& status) {
   switch (status.code()) {
@@ -274,6 +284,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   clock.pushed = std::max(clock.pushed, push.clock() + 1);
   // A push's staleness is the largest over its partitions; each partition's step uses its own.
   uint64_t staleness = 0;
+  // Async and ssp: the push's steps are timed together; sync rounds keep a tally per round.
+  const auto tally = sync ? nullptr : std::make_shared<ApplyTally>();
   const float batch_share = options_.global_batch_size == 0
                                 ? 1.0f
                                 : static_cast<float>(push.batch_size()) / options_.global_batch_size;
@@ -286,7 +298,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     if (!sync) {
       const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
       PostStep(slot, grad, dtype, 1.0f,
-               stale ? batch_share / static_cast<float>(partition_staleness) : batch_share, frames);
+               stale ? batch_share / static_cast<float>(partition_staleness) : batch_share, frames, tally);
       continue;
     }
     if (automatic && slot.pushed.empty() && slot.round < push.clock()) {
@@ -316,6 +328,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     });
     CompleteRoundIfReady(slot);
   }
+  if (tally) EndApply(*tally);
   if (!empty) {
     ++staleness_counts_[std::min<uint64_t>(staleness, kStalenessBuckets - 1)];
     staleness_max_ = std::max(staleness_max_, staleness);
@@ -345,13 +358,19 @@ void Shard::CompleteRoundIfReady(Slot& slot) {
 }
 
 void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep) {
+  RoundApply& apply = round_applies_[slot.round];
+  if (!apply.tally) apply.tally = std::make_shared<ApplyTally>();
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
     // of data at the end of an epoch) steps in proportion, so that no sample counts for more.
     const float share = options_.global_batch_size == 0
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    PostStep(slot, grad, dtype, grad_scale, share, std::move(keep));
+    PostStep(slot, grad, dtype, grad_scale, share, std::move(keep), apply.tally);
+  }
+  if (++apply.closed == slots_.size()) {
+    EndApply(*apply.tally);
+    round_applies_.erase(slot.round);
   }
   slot.last_round_samples = slot.round_samples;
   slot.round_samples = 0;
@@ -361,10 +380,13 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
 }
 
 void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                     Frames keep) {
+                     Frames keep, const std::shared_ptr<ApplyTally>& tally) {
   const auto step = static_cast<int64_t>(++slot.version);
   Slot* stepping = &slot;
-  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, step, keep] {
+  tally->steps.fetch_add(1, std::memory_order_relaxed);
+  tally->open.fetch_add(1, std::memory_order_relaxed);
+  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, step, keep, tally] {
+    const auto start = std::chrono::steady_clock::now();
     const size_t n = stepping->info->length;
     // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
     const float* values = static_cast<const float*>(grad);
@@ -375,7 +397,22 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
       values = scratch.data();
     }
     optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step, lr_scale);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
+    if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
   });
+}
+
+void Shard::EndApply(ApplyTally& tally) {
+  if (tally.open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(tally);
+}
+
+void Shard::RecordApply(const ApplyTally& tally) {
+  if (tally.steps.load(std::memory_order_relaxed) == 0) return;  // a round without samples: no step
+  const double seconds = static_cast<double>(tally.nanoseconds.load(std::memory_order_relaxed)) * 1e-9;
+  std::lock_guard<std::mutex> lock(apply_mutex_);
+  apply_seconds_.Observe(seconds);
 }
 
 std::optional<uint64_t> Shard::SlowestClock() const {
@@ -489,7 +526,16 @@ Shard::Stats Shard::stats() const {
     stats.version = std::max(stats.version, slot.version);
     stats.rounds = std::max(stats.rounds, slot.round);
   }
+  std::lock_guard<std::mutex> lock(apply_mutex_);
+  stats.apply_seconds = apply_seconds_;
   return stats;
+}
+
+uint64_t Shard::CompletedRounds() const {
+  if (slots_.empty()) return 0;
+  uint64_t fewest = slots_.front().round;
+  for (const Slot& slot : slots_) fewest = std::min(fewest, slot.round);
+  return fewest;
 }
 
 int Shard::state_slots() const {

@@ -4,8 +4,9 @@
 // every push applied on arrival; ssp: pushes applied on arrival, and a trainer's pull at clock c
 // answered only once every live, busy trainer has pushed at least c - staleness steps).
 //
-// It also keeps the record the run summary reports: the staleness of every applied push and the
-// largest clock gap between trainers that it admitted.
+// It also keeps the record the run summary and the metrics report: the staleness of every applied
+// push, the largest clock gap between trainers that it admitted, and the optimizer's seconds per
+// push or round.
 //
 // No sockets: the server's loop thread (the I/O thread) owns a Shard and is the only thread that
 // calls it. It keeps the bookkeeping (rounds, versions, clocks) and decides at once whether a
@@ -18,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -25,6 +27,7 @@
 
 #include "common/job_config.h"
 #include "common/refusals.h"
+#include "common/seconds_histogram.h"
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "messages_generated.h"
@@ -170,8 +173,16 @@ class Shard {
     uint64_t staleness_max = 0;
     uint64_t staleness_sum = 0;  // over every applied push
     uint64_t max_clock_gap = 0;
+    // Seconds of optimizer steps per push (async, ssp) or sync round, summed over its partitions
+    // (with several worker threads they may run side by side: this is work, not wall time). A
+    // push or round is counted once its last step has run.
+    SecondsHistogram apply_seconds;
   };
   Stats stats() const;
+  // Whether step `clock` is a sync round: the job's mode, or in mode auto the schedule's phase.
+  bool IsSyncStep(uint64_t clock) const { return RuleAt(clock).mode == ConsistencyMode::kSync; }
+  // The sync rounds every partition has completed (the fewest over the partitions).
+  uint64_t CompletedRounds() const;
 
   const std::vector<uint32_t>& partition_ids() const { return ids_; }
   // Optimizer state slots per element (momentum: 1, Adam: 2 or 3).
@@ -210,13 +221,20 @@ class Shard {
   // Whether every live trainer has pushed the open round (and someone has).
   bool RoundComplete(const Slot& slot) const;
   void CompleteRoundIfReady(Slot& slot);
+  // The optimizer seconds of one push or round: each of its steps adds its own on the worker
+  // that runs it; the last to finish, step or EndApply, records the sum in apply_seconds_.
+  struct ApplyTally;
   // Ends the open round, stepping on n elements of `grad` (a wire float) scaled by `grad_scale`
   // when the round had samples; `keep` holds `grad`'s bytes.
   void CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep);
   // Counts an optimizer step of `slot` and queues it on the owner: a 16-bit `grad` is widened
-  // first into the owner's scratch buffer.
+  // first into the owner's scratch buffer. The step's seconds go to `tally`.
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                Frames keep);
+                Frames keep, const std::shared_ptr<ApplyTally>& tally);
+  // The push or round of `tally` has posted all its steps (I/O thread).
+  void EndApply(ApplyTally& tally);
+  // Any thread: the last of `tally`'s steps (or its end) has run.
+  void RecordApply(const ApplyTally& tally);
   // Runs on the owner: the frame of one partition's weights as `dtype`.
   zmq::message_t WeightsFrame(const Slot& slot, wire::DType dtype) const;
   // Queues the copy of `slot` for the snapshot under way once it is at the snapshot's round.
@@ -249,6 +267,14 @@ class Shard {
   uint64_t staleness_max_ = 0;
   uint64_t staleness_sum_ = 0;
   uint64_t max_clock_gap_ = 0;
+  // Sync: the tally of each round some partition has closed, until every partition has.
+  struct RoundApply {
+    std::shared_ptr<ApplyTally> tally;
+    size_t closed = 0;  // partitions that closed the round
+  };
+  std::map<uint64_t, RoundApply> round_applies_;
+  mutable std::mutex apply_mutex_;           // the workers record, the I/O thread reads
+  SecondsHistogram apply_seconds_;           // guarded by apply_mutex_
   std::vector<std::vector<float>> scratch_;  // per owner: a 16-bit gradient widened to float32
   struct PendingSnapshot;
   std::shared_ptr<PendingSnapshot> snapshot_;  // the snapshot under way, if any

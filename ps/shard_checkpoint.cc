@@ -205,6 +205,8 @@ void Shard::ForgetProgress() {
   // Every trainer goes on from the restored round (sync) together, newcomers included.
   from_clocks_.clear();
   snapshot_.reset();
+  // Rounds half closed are gone: their steps still run, but no tally of theirs is recorded.
+  round_applies_.clear();
 }
 
 }  // namespace hetps

@@ -35,6 +35,8 @@ ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   c.staleness_max = stats.staleness_max();
   c.staleness_sum = stats.staleness_sum();
   c.max_clock_gap = stats.max_clock_gap();
+  c.round_seconds = SecondsHistogram::FromWire(stats.round_seconds());
+  c.apply_seconds = SecondsHistogram::FromWire(stats.apply_seconds());
   return c;
 }
 

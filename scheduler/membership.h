@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/refusals.h"
+#include "common/seconds_histogram.h"
 #include "common/shard_map.h"
 #include "messages_generated.h"
 
@@ -52,6 +53,8 @@ struct ServerCounters {
   uint64_t staleness_sum = 0;
   uint64_t max_clock_gap = 0;
   RefusalTally refusals;
+  SecondsHistogram round_seconds;  // as in wire::ServerStats
+  SecondsHistogram apply_seconds;
 };
 
 ServerCounters CountersFromWire(const wire::ServerStats& stats);

@@ -1,7 +1,10 @@
 #include "scheduler/report_checks.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
+
+#include "common/seconds_histogram.h"
 
 namespace hetps {
 namespace {
@@ -19,6 +22,45 @@ Status CheckCount(const char* what, uint64_t value, uint64_t max) {
 Status CheckRate(const char* what, double value) {
   if (std::isfinite(value) && value >= 0) return Status::Ok();
   return Implausible(what, std::to_string(value), "a finite number >= 0");
+}
+
+std::string Seconds(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", value);
+  return text;
+}
+
+Status CheckSeconds(const std::string& what, const wire::SecondsHistogram* histogram) {
+  if (histogram == nullptr) return Status::Ok();  // a server of an older build
+  const auto* counts = histogram->counts();
+  const size_t buckets = counts == nullptr ? 0 : counts->size();
+  if (buckets > kSecondsBuckets) {
+    return Implausible((what + ".counts").c_str(), std::to_string(buckets) + " buckets",
+                       "at most " + std::to_string(kSecondsBuckets));
+  }
+  // The sum lies between the durations' buckets' lower and upper bounds, summed over them.
+  uint64_t total = 0;
+  double lowest = 0, highest = 0;
+  for (size_t i = 0; i < buckets; ++i) {
+    const uint64_t n = counts->Get(i);
+    if (total + n < total) {
+      return Implausible((what + ".counts").c_str(), "totalling more than 2^64 - 1", "fewer in all");
+    }
+    total += n;
+    lowest += static_cast<double>(n) * (i == 0 ? 0.0 : kSecondsBucketBounds[i - 1]);
+    highest +=
+        static_cast<double>(n) * (i + 1 < kSecondsBuckets ? kSecondsBucketBounds[i] : kMaxReportedSeconds);
+  }
+  const double sum = histogram->sum();
+  // Rounding in the server's running sum: a relative slack far above it, far below any lie.
+  constexpr double kSlack = 1e-6;
+  if (std::isfinite(sum) && sum >= 0 && sum >= lowest * (1 - kSlack) &&
+      sum <= highest * (1 + kSlack) + 1e-9) {
+    return Status::Ok();
+  }
+  return Implausible((what + ".sum").c_str(), Seconds(sum),
+                     Seconds(lowest) + ".." + Seconds(highest) + " seconds for its " + std::to_string(total) +
+                         " durations' buckets");
 }
 
 }  // namespace
@@ -65,6 +107,11 @@ Status CheckEvalReport(const wire::EvalReport& report, const ReportBounds& bound
     return Implausible("EvalReport.r_squared", std::to_string(report.r_squared()), "at most 1");
   }
   return Status::Ok();
+}
+
+Status CheckServerStats(const wire::ServerStats& stats) {
+  HETPS_RETURN_IF_ERROR(CheckSeconds("ServerStats.round_seconds", stats.round_seconds()));
+  return CheckSeconds("ServerStats.apply_seconds", stats.apply_seconds());
 }
 
 }  // namespace hetps

@@ -1,7 +1,8 @@
-// Plausibility checks of what members report to the scheduler (progress, Done, evaluations),
-// made before any figure is used: a counter beyond what the job can produce, a negative or
-// non-finite rate, or an accuracy outside [0, 1] is refused instead of reaching arithmetic that
-// would overflow, divide by it or loop on it. Pure functions; callable from any thread.
+// Plausibility checks of what members report to the scheduler (progress, Done, evaluations, the
+// servers' statistics), made before any figure is used: a counter beyond what the job can
+// produce, a negative or non-finite rate, an accuracy outside [0, 1], or a histogram whose sum
+// its buckets cannot hold is refused instead of reaching arithmetic that would overflow, divide
+// by it or loop on it. Pure functions; callable from any thread.
 #pragma once
 
 #include <cstdint>
@@ -31,5 +32,13 @@ ReportBounds BoundsOf(const JobOptions& job, uint64_t samples_per_epoch);
 Status CheckProgress(const wire::Progress& progress, const ReportBounds& bounds);
 Status CheckDone(const wire::Done& done, const ReportBounds& bounds);
 Status CheckEvalReport(const wire::EvalReport& report, const ReportBounds& bounds);
+// The round and apply seconds of a server's heartbeat or Goodbye: no more buckets than
+// common/seconds_histogram.h has, counts whose total does not overflow, and a sum that is finite
+// and lies where the counted durations' buckets put it (the last bucket's durations at most
+// kMaxReportedSeconds each).
+Status CheckServerStats(const wire::ServerStats& stats);
+
+// No round or optimizer pass of a live job takes longer than this: a week.
+inline constexpr double kMaxReportedSeconds = 7 * 24 * 3600.0;
 
 }  // namespace hetps

@@ -202,7 +202,9 @@ void Scheduler::Handle(Message message) {
   monitor_->Note(member->routing_id, message.source_fd);
   switch (message.kind()) {
     case wire::Body::Heartbeat: {
-      if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) {
+      // Implausible figures are refused, the last plausible ones kept; the heartbeat still counts.
+      const auto* stats = message.body<wire::Heartbeat>()->server_stats();
+      if (stats != nullptr && !RefuseImplausible(message, CheckServerStats(*stats))) {
         member->counters = CountersFromWire(*stats);
       }
       SendTo(member->routing_id, sender_.MakeEmpty(wire::Body::HeartbeatAck));
@@ -265,7 +267,8 @@ void Scheduler::Handle(Message message) {
       if (RefuseImplausible(message, CheckEvalReport(*message.body<wire::EvalReport>(), bounds_))) return;
       return HandleEvalReport(*member, message);
     case wire::Body::Goodbye: {
-      if (const auto* stats = message.body<wire::Goodbye>()->server_stats()) {
+      const auto* stats = message.body<wire::Goodbye>()->server_stats();
+      if (stats != nullptr && !RefuseImplausible(message, CheckServerStats(*stats))) {
         member->counters = CountersFromWire(*stats);
       }
       member->said_goodbye = true;

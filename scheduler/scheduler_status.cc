@@ -97,6 +97,8 @@ void Scheduler::MaybePublishStatus(bool force) {
     ms.staleness_counts = c.staleness_counts;
     ms.staleness_sum = c.staleness_sum;
     ms.staleness_max = c.staleness_max;
+    ms.round_seconds = c.round_seconds;
+    ms.apply_seconds = c.apply_seconds;
     ms.refusals = RefusalMap(c.refusals);
     s.members.push_back(std::move(ms));
   }

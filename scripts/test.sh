@@ -5,7 +5,8 @@
 # --torch and --build-dir as for scripts/build.sh. --pip-only runs only the tests labelled `pip`
 # (those whose subject is LibTorch code the two LibTorch builds can disagree on; what CI runs
 # against the pip build), having built only what they need. Tests that need an absent GPU are reported as skipped, and why is
-# printed at the end. Extra arguments go to ctest, e.g. -R shard_map.
+# printed at the end. Tests that fail are run once more, alone, and named: the suite passes if they
+# pass then (docs/decisions.md, "CI"). Extra arguments go to ctest, e.g. -R shard_map.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -31,6 +32,16 @@ mkdir -p "$(dirname "$junit")"
 status=0
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" --output-junit "$junit" \
   "${ctest_flags[@]}" "$@" || status=$?
+# A test that failed under the load of the others is run again on its own: a failure twice is a
+# failure; one that passes alone is named, so that a timing-sensitive test stays in sight.
+failed_log="$build_dir/Testing/Temporary/LastTestsFailed.log"
+if ((status != 0)) && [[ -s $failed_log ]]; then
+  echo "test.sh: running again, one at a time, the tests that failed:"
+  sed 's/^/  /' "$failed_log"
+  status=0
+  ctest --test-dir "$build_dir" --output-on-failure --timeout 900 --rerun-failed || status=$?
+  ((status == 0)) && echo "test.sh: every failed test passed when run again alone (named above)"
+fi
 # CTest does not say why a test was skipped: each prints "SKIPPED: <reason>" before exiting 77.
 if [[ -f $junit ]]; then
   python3 - "$junit" <<'PY'

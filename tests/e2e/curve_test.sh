@@ -4,6 +4,8 @@
 #   checkpoints and writes the model (over the scheduler's links to the servers), while a
 #   trainer with an unlisted key and a trainer without CURVE are refused, told why, and exit;
 #   the scheduler counts both as unauthenticated;
+# - hetps-status reads the CURVE scheduler's status with a listed key (--curve-keys, --key-name),
+#   and without keys, or with the unlisted key, stops at once with an error naming those options;
 # - nothing readable on the wire: members reach the scheduler through a relay that records every
 #   byte; the model's tensor names are in the recording of a plaintext job, never in the CURVE one.
 #   curve_test.sh BUILD_DIR
@@ -11,7 +13,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
 
 keys=$work/keys
-for name in scheduler server-0 trainer-0 trainer-1; do "$bin/hetps-keygen" "$keys" "$name" > /dev/null; done
+for name in scheduler server-0 trainer-0 trainer-1 status; do "$bin/hetps-keygen" "$keys" "$name" > /dev/null; done
 # The intruder has the scheduler's public key, but its own key is not among the job's.
 "$bin/hetps-keygen" "$work/intruder" intruder > /dev/null
 cp "$keys/scheduler.pub" "$work/intruder/"
@@ -38,7 +40,7 @@ run_job() {
   # Checkpoints and the exported model travel over the scheduler's own links to the servers' data
   # sockets, which CURVE covers as well.
   job "checkpoint: {dir: $work/$name-checkpoints, interval_steps: 40}" "model_out: $work/$name.safetensors"
-  ((curve)) && job "security: {curve: true, keys_dir: $keys, allowed: [scheduler, server-0, trainer-0, trainer-1]}"
+  ((curve)) && job "security: {curve: true, keys_dir: $keys, allowed: [scheduler, server-0, trainer-0, trainer-1, status]}"
   rm -f "$work/endpoint"
   start_scheduler
   relay_to "$endpoint" "$name"
@@ -58,6 +60,7 @@ run_job() {
     ((status != 0)) && grep -q "one side uses CURVE and the other does not" "$work/plain.log" ||
       { echo "a plaintext trainer was not refused as such (exit $status)"; cat "$work/plain.log"; exit 1; }
     grep -h "error:" "$work/intruder.log" "$work/plain.log"
+    check_status
   fi
   start_member "$name-trainer-0" hetps-trainer --device cpu ${flags[@]+"${flags[@]}" --key-name trainer-0}
   start_member "$name-trainer-1" hetps-trainer --device cpu ${flags[@]+"${flags[@]}" --key-name trainer-1}
@@ -68,6 +71,32 @@ run_job() {
   ls "$work/$name-checkpoints"/checkpoint-*/manifest.json > /dev/null ||
     { echo "the $name job committed no checkpoint"; show_logs; exit 1; }
   [[ -s $work/$name.safetensors ]] || { echo "the $name job wrote no model"; show_logs; exit 1; }
+}
+
+# check_status: hetps-status against the CURVE scheduler (waiting for its trainers): with the
+# listed key it prints the table; without keys, or with the unlisted one, it fails well before its
+# timeout, naming the options to give or fix.
+check_status() {
+  "$bin/hetps-status" --scheduler "$endpoint" --curve-keys "$keys" > "$work/status.txt" 2> "$work/status.err" ||
+    { echo "hetps-status with the listed key 'status' failed"; cat "$work/status.err"; exit 1; }
+  grep -qE "^server +0 " "$work/status.txt" || { echo "hetps-status printed no server"; cat "$work/status.txt"; exit 1; }
+  local status started
+  for attempt in plain intruder; do
+    local flags=()
+    [[ $attempt == intruder ]] && flags=(--curve-keys "$work/intruder" --key-name intruder)
+    status=0
+    started=$SECONDS
+    "$bin/hetps-status" --scheduler "$endpoint" --timeout-ms 30000 ${flags[@]+"${flags[@]}"} \
+      > /dev/null 2> "$work/status-$attempt.err" || status=$?
+    ((status != 0 && SECONDS - started < 20)) ||
+      { echo "hetps-status ($attempt) exited $status after $((SECONDS - started)) s"; cat "$work/status-$attempt.err"; exit 1; }
+  done
+  grep -q "one side uses CURVE and the other does not.*--curve-keys DIR --key-name NAME" "$work/status-plain.err" ||
+    { echo "hetps-status without keys did not name --curve-keys"; cat "$work/status-plain.err"; exit 1; }
+  grep -q "refused this process's CURVE key.*--key-name intruder: the scheduler must .*admit intruder.pub" \
+    "$work/status-intruder.err" ||
+    { echo "hetps-status with an unlisted key did not name it"; cat "$work/status-intruder.err"; exit 1; }
+  cat "$work/status-plain.err" "$work/status-intruder.err"
 }
 
 run_job plain 0

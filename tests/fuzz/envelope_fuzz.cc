@@ -102,6 +102,14 @@ void Progress(const wire::Progress& progress, const ReportBounds& bounds) {
   (void)balancer.Propose({0, 1}, {{0, 32}, {1, 32}});
 }
 
+// As the scheduler takes a heartbeat's or Goodbye's figures: checked, then read.
+void ServerStats(const wire::ServerStats* stats) {
+  if (stats == nullptr || !CheckServerStats(*stats).ok()) return;
+  const ServerCounters counters = CountersFromWire(*stats);
+  (void)counters.round_seconds.count();
+  (void)counters.apply_seconds.count();
+}
+
 void ChunkRequest(const wire::ChunkRequest& request, uint32_t trainer, ChunkQueue& chunks) {
   (void)chunks.Next(trainer, 0);
   if (request.completed() != nullptr) {
@@ -175,11 +183,9 @@ void Dispatch(Message message) {
     case wire::Body::RegisterModel:
       return RegisterModel(*message.body<wire::RegisterModel>(), job);
     case wire::Body::Heartbeat:
-      if (const auto* stats = message.body<wire::Heartbeat>()->server_stats()) (void)CountersFromWire(*stats);
-      return;
+      return ServerStats(message.body<wire::Heartbeat>()->server_stats());
     case wire::Body::Goodbye:
-      if (const auto* stats = message.body<wire::Goodbye>()->server_stats()) (void)CountersFromWire(*stats);
-      return;
+      return ServerStats(message.body<wire::Goodbye>()->server_stats());
     case wire::Body::Progress:
       return Progress(*message.body<wire::Progress>(), bounds);
     case wire::Body::Done:

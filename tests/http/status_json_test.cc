@@ -24,6 +24,9 @@ StatusSnapshot Sample() {
   server.state = "serving";
   server.staleness_counts = {3, 1};
   server.staleness_sum = 1;
+  server.round_seconds.Observe(0.125);
+  server.round_seconds.Observe(3);
+  server.apply_seconds.Observe(0.0005);
   s.members.push_back(server);
   MemberStatus fast, slow;
   fast.role = slow.role = "trainer";
@@ -53,7 +56,28 @@ CATCH_TEST_CASE("The status JSON reads back as the snapshot it was made from", "
   CATCH_CHECK(RenderStatusJson(*parsed) == RenderStatusJson(s));
   CATCH_CHECK(parsed->members.size() == 3);
   CATCH_CHECK(parsed->members[2].bytes_pushed == uint64_t{1} << 40);
+  CATCH_CHECK(parsed->members[0].round_seconds.counts == s.members[0].round_seconds.counts);
+  CATCH_CHECK(parsed->members[0].round_seconds.sum == 3.125);
+  CATCH_CHECK(parsed->members[0].apply_seconds.count() == 1);
   CATCH_CHECK(parsed->history[1].trainer_speed.at(0) == 950);
+}
+
+CATCH_TEST_CASE("A server's round and apply seconds are in /status with their buckets' bounds",
+                "[http][status]") {
+  const std::string json = RenderStatusJson(Sample());
+  CATCH_CHECK(json.find("\"round_seconds\": {") != std::string::npos);
+  CATCH_CHECK(json.find("\"apply_seconds\": {") != std::string::npos);
+  CATCH_CHECK(json.find("\"bucket_bounds\": [") != std::string::npos);
+  CATCH_CHECK(json.find("\"sum\": 3.125") != std::string::npos);
+  // A document with more buckets than this build knows reads back with its own number.
+  std::string longer = json;
+  const size_t at = longer.find("\"counts\": [");
+  CATCH_REQUIRE(at != std::string::npos);
+  longer.insert(at + std::string("\"counts\": [").size(),
+                "7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, ");
+  auto parsed = ParseStatusJson(longer, "test");
+  CATCH_REQUIRE(parsed.ok());
+  CATCH_CHECK(parsed->members[0].round_seconds.counts.size() == kSecondsBuckets);
 }
 
 CATCH_TEST_CASE("A document that is not a status is refused naming its source", "[http][status]") {

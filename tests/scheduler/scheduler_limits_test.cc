@@ -1,12 +1,14 @@
 // The scheduler against hostile reports and models, through real sockets on 127.0.0.1: a model
 // whose size overflows or exceeds max_model_bytes is refused before anything is allocated, an
-// absurd progress counter is refused instead of sending the snapshot loop round forever, and a
-// server that cannot take the job's partitions ends the job at once with a clear reason.
+// absurd progress counter is refused instead of sending the snapshot loop round forever, so are
+// absurd round and apply seconds in a heartbeat, and a server that cannot take the job's
+// partitions ends the job at once with a clear reason.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <future>
 
+#include "common/seconds_histogram.h"
 #include "common/transport.h"
 #include "tests/support/local_cluster.h"
 
@@ -129,6 +131,48 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_CHECK(SendThenAskForChunk(trainer, sender, progress(64, 100)).empty());
   cluster.Stop();
   CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 3);
+}
+
+CATCH_TEST_CASE(
+    "Round and apply seconds that are negative, NaN or beyond their buckets are refused and counted",
+    "[scheduler][limits]") {
+  testing::LocalCluster cluster(testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1));
+  CATCH_REQUIRE(cluster.Start().ok());
+  testing::ScriptedTrainer member(cluster.context(), cluster.scheduler_endpoint());
+  CATCH_REQUIRE(member.Setup(kModel).ok());
+
+  Sender sender(wire::Role::Trainer);
+  // A heartbeat whose apply seconds count `counts` durations with `sum` seconds in all.
+  auto heartbeat = [&](const std::vector<uint64_t>& counts, double sum) {
+    flatbuffers::FlatBufferBuilder fbb(256);
+    auto apply = wire::CreateSecondsHistogram(fbb, fbb.CreateVector(counts), sum);
+    wire::ServerStatsBuilder stats(fbb);
+    stats.add_apply_seconds(apply);
+    auto built = stats.Finish();
+    auto body = wire::CreateHeartbeat(fbb, built);
+    return sender.Seal(fbb, wire::Body::Heartbeat, body.Union());
+  };
+  std::string refusal = SendThenAskForChunk(member, sender, heartbeat({0, 0, 1}, -0.5));
+  CATCH_CHECK(Contains(refusal, "ServerStats.apply_seconds.sum -0.5 is implausible"));
+  refusal = SendThenAskForChunk(member, sender, heartbeat({1}, std::nan("")));
+  CATCH_CHECK(Contains(refusal, "ServerStats.apply_seconds.sum nan"));
+  // One duration of at most 10 us cannot add up to an hour; nor one longer than 60 s to a year.
+  refusal = SendThenAskForChunk(member, sender, heartbeat({1}, 3600));
+  CATCH_CHECK(Contains(refusal, "allowed 0..1e-05 seconds for its 1 durations' buckets"));
+  std::vector<uint64_t> last_only(kSecondsBuckets, 0);
+  last_only.back() = 1;
+  refusal = SendThenAskForChunk(member, sender, heartbeat(last_only, 365 * 24 * 3600.0));
+  CATCH_CHECK(Contains(refusal, "allowed 60..604800 seconds"));
+  refusal = SendThenAskForChunk(member, sender, heartbeat(std::vector<uint64_t>(kSecondsBuckets + 1, 1), 1));
+  CATCH_CHECK(Contains(refusal, "ServerStats.apply_seconds.counts " + std::to_string(kSecondsBuckets + 1) +
+                                    " buckets is implausible"));
+  refusal = SendThenAskForChunk(member, sender, heartbeat({UINT64_MAX, 2}, 1e-5));
+  CATCH_CHECK(Contains(refusal, "totalling more than 2^64 - 1"));
+  // Honest figures are taken without complaint, and the member stays alive throughout.
+  CATCH_CHECK(SendThenAskForChunk(member, sender, heartbeat({0, 0, 0, 3}, 0.0002)).empty());
+  CATCH_CHECK(SendThenAskForChunk(member, sender, heartbeat(last_only, 61)).empty());
+  cluster.Stop();
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 6);
 }
 
 CATCH_TEST_CASE("A server whose frame limit is below the job's partitions ends the job at once, naming it",
