@@ -43,7 +43,8 @@
 #                      unfinished data meanwhile); past that the job stops as when restarts are
 #                      off. When the scheduler dies the job stops; continue it with --resume.
 #   --secure           encrypt and authenticate every connection with CURVE: generates a key pair
-#                      per process into RUN_DIR/keys and admits only those keys
+#                      per process into RUN_DIR/keys and admits only those keys (and one named
+#                      `status`, for hetps-status; the command is printed at the start)
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
 #   --no-build         do not (re)build before starting

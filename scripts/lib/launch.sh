@@ -81,6 +81,7 @@ status_page_flags() {
 }
 announce_status_page() {
   [[ -s $http_url_file ]] && echo "$tool: status page on $(<"$http_url_file") (also status and metrics there)"
+  ((secure)) && echo "$tool: member table: $bin/hetps-status --scheduler $endpoint --curve-keys $keys --key-name status"
   return 0
 }
 
@@ -142,10 +143,12 @@ curve_flags() {  # the flags of the member whose key is named $1 (none without -
   ((secure)) && echo "--curve-keys $keys --key-name $1"
   return 0
 }
+# Also a key named `status`, which the scheduler admits like the others, for hetps-status
+# (announce_status_page prints the command).
 make_keys() {
   keys="$run_dir/keys"
   ((secure)) || return 0
-  for name in scheduler $(seq -f 'server-%g' 0 $((servers - 1))) $(seq -f 'trainer-%g' 0 $((trainers - 1))); do
+  for name in scheduler $(seq -f 'server-%g' 0 $((servers - 1))) $(seq -f 'trainer-%g' 0 $((trainers - 1))) status; do
     "$bin/hetps-keygen" "$keys" "$name" > /dev/null
   done
   scheduler_flags+=(--curve-keys "$keys")

@@ -114,6 +114,33 @@ echo "samples gained per rank in Prometheus: $(tr '\n' ';' <<<"$rose")"
 for rank in 0 1; do
   grep -q "^$rank " <<<"$rose" || fail "Prometheus saw no rise of hetps_trainer_samples_total for rank $rank"
 done
+# Every query of the Grafana dashboard: accepted by this Prometheus, and naming only metrics that
+# docs/operations.md's table documents (some appear only once there is something to count).
+/usr/bin/python3 - "http://127.0.0.1:$prom_port" "$root/deploy/grafana/hetps-dashboard.json" \
+  "$root/docs/operations.md" <<'PY' ||
+import json, re, sys, urllib.error, urllib.parse, urllib.request
+base, dashboard, doc = sys.argv[1:]
+documented = {name for row in open(doc) if row.startswith("| `hetps_")
+              for name in re.findall(r"`(hetps_[a-z_]+)`", row.split("|")[1])}
+queries = [t["expr"] for panel in json.load(open(dashboard))["panels"] for t in panel.get("targets", [])]
+bad = []
+for expr in queries:
+    try:
+        with urllib.request.urlopen(base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr}), timeout=5) as r:
+            status = json.load(r).get("status")
+    except urllib.error.HTTPError as e:
+        status = f"HTTP {e.code}: {e.read().decode(errors='replace').strip()}"
+    if status != "success":
+        bad.append(f"{expr}: {status}")
+    for name in re.findall(r"\bhetps_[a-z_]+", expr):
+        if name not in documented and re.sub(r"_(bucket|sum|count)$", "", name) not in documented:
+            bad.append(f"{expr}: names {name}, which docs/operations.md does not list")
+if bad:
+    print("the Grafana dashboard's queries:", *bad, sep="\n  ")
+    sys.exit(1)
+print(f"Prometheus ran the dashboard's {len(queries)} queries; every metric they name is documented")
+PY
+  fail "the Grafana dashboard does not match the documented metrics"
 up=$(query 'up{job="hetps"}')
 [[ $up == "- 1" ]] || fail "up{job=\"hetps\"} is '$up', not 1"
 echo "Prometheus: up == 1"
