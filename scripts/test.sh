@@ -30,11 +30,13 @@ junit="$build_dir/Testing/junit.xml"
 mkdir -p "$(dirname "$junit")"
 # End-to-end tests are marked RUN_SERIAL: each starts a whole cluster on this machine.
 status=0
+# CTest leaves the list of failed tests from an earlier run in place when none fails.
+failed_log="$build_dir/Testing/Temporary/LastTestsFailed.log"
+rm -f "$failed_log"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j "$jobs" --output-junit "$junit" \
   "${ctest_flags[@]}" "$@" || status=$?
 # A test that failed under the load of the others is run again on its own: a failure twice is a
 # failure; one that passes alone is named, so that a timing-sensitive test stays in sight.
-failed_log="$build_dir/Testing/Temporary/LastTestsFailed.log"
 if ((status != 0)) && [[ -s $failed_log ]]; then
   echo "test.sh: running again, one at a time, the tests that failed:"
   sed 's/^/  /' "$failed_log"
