@@ -7,7 +7,10 @@
 
 #include <array>
 #include <future>
+#include <thread>
 
+#include "http/status_client.h"
+#include "http/status_json.h"
 #include "tests/support/local_cluster.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/model_buffers.h"
@@ -123,7 +126,24 @@ void CheckEquivalence(
   // The weights must actually have moved, or the comparison proves nothing.
   auto initial = *BuildModel("mlp", job.seed);
   CATCH_CHECK((initial->parameters()[0] - alone[0]).abs().max().item<double>() > 1e-4);
+  // Every server applied every step. The scheduler learns a server's version from its periodic
+  // stats, so wait (up to 20 s) until they say so before stopping the job: a stop ends it without
+  // another report, and the summary keeps the last one.
+  uint64_t servers_done = 0;
+  for (const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+       servers_done < 2 && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto json = FetchStatusOverZmq(cluster.scheduler_endpoint(), std::chrono::milliseconds(2000));
+    if (!json.ok()) continue;
+    auto status = ParseStatusJson(*json, "the scheduler");
+    if (!status.ok()) continue;
+    servers_done = 0;
+    for (const MemberStatus& m : status->members) {
+      servers_done += m.role == "server" && m.weight_version == static_cast<uint64_t>(kSteps);
+    }
+  }
   cluster.Stop();
+  CATCH_CHECK(cluster.summary().server_details.size() == 2);
   for (const ServerSummary& server : cluster.summary().server_details) {
     CATCH_CHECK(server.version == kSteps);
   }
