@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts", "lib"))
-from hetps_models import PIXEL_MEAN, PIXEL_STD, FashionCNN, Mlp, read_idx  # noqa: E402
+from hetps_models import FashionCNN, Mlp, read_idx, to_input  # noqa: E402
 
 
 def main():
@@ -33,7 +33,7 @@ def main():
     torch.manual_seed(1)
     images = read_idx(f"{args.data_dir}/train-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
     labels = torch.from_numpy(read_idx(f"{args.data_dir}/train-labels-idx1-ubyte.gz", 8).astype(np.int64))
-    pixels = torch.from_numpy(images.copy())  # uint8, normalised per batch as the trainer does
+    pixels = torch.from_numpy(images.copy())  # uint8, scaled to [0, 1] per batch as the trainer does
     n = len(labels)
     model = Mlp() if args.model == "mlp" else FashionCNN()
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -42,7 +42,7 @@ def main():
     def step(k, timed):
         t0 = time.perf_counter()
         index = torch.arange(k * args.batch, (k + 1) * args.batch) % n
-        x = (pixels[index].float() / 255.0 - PIXEL_MEAN) / PIXEL_STD
+        x = to_input(pixels[index])
         y = labels[index]
         optimizer.zero_grad()
         t1 = time.perf_counter()

@@ -15,7 +15,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from mynet import MyNet, normalise  # noqa: E402
+from mynet import MyNet, to_input  # noqa: E402
 
 
 def read_idx(path, header_bytes):
@@ -34,7 +34,7 @@ def main():
     correct = 0
     with torch.no_grad():
         for i in range(0, len(labels), 500):
-            correct += (model(normalise(images[i:i + 500])).argmax(1) == labels[i:i + 500]).sum().item()
+            correct += (model(to_input(images[i:i + 500])).argmax(1) == labels[i:i + 500]).sum().item()
     print(f"accuracy {correct / len(labels):.4f}")
 
 

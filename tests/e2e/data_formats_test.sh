@@ -33,10 +33,10 @@ PY
 
 if [[ $format == csv ]]; then
   data="{format: csv, train: $work/train.csv, test: $work/test.csv, header: true, label_column: -1,
-         sample_shape: [1, 28, 28], divide_by: 255, mean: 0.2860, std: 0.3530, classes: 10}"
+         sample_shape: [1, 28, 28], divide_by: 255, classes: 10}"
 else
   data="{format: npy, train: $work/train.npz, test: $work/test.npz, sample_shape: [1, 28, 28],
-         mean: 0.2860, std: 0.3530, classes: 10}"
+         classes: 10}"
 fi
 cat >"$work/job.yaml" <<YAML
 model: mlp

@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
-from hetps_models import PIXEL_MEAN, PIXEL_STD, FashionCNN, read_idx  # noqa: E402
+from hetps_models import FashionCNN, read_idx, to_input  # noqa: E402
 
 
 def main():
@@ -27,7 +27,7 @@ def main():
     model.eval()
     images = read_idx(f"{data_dir}/t10k-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
     labels = torch.from_numpy(read_idx(f"{data_dir}/t10k-labels-idx1-ubyte.gz", 8).astype(np.int64))
-    x = (torch.from_numpy(images.astype(np.float32)) / 255.0 - PIXEL_MEAN) / PIXEL_STD
+    x = to_input(torch.from_numpy(images.copy()))
     torch.set_num_threads(1)
     correct = 0
     with torch.no_grad():

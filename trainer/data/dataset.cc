@@ -166,8 +166,6 @@ DataOptions FashionMnistOptions(const std::string& dir) {
                   (base / "t10k-labels-idx1-ubyte.gz").string()};
   options.classes = 10;
   options.divide_by = 255;
-  options.mean = 0.2860;
-  options.std = 0.3530;
   return options;
 }
 

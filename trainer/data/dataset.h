@@ -78,8 +78,8 @@ Status CheckFitsInMemory(const std::string& path, uint64_t bytes, const ReadLimi
 Result<HostDataset> LoadDataset(const DataOptions& options, DatasetSplit split, const std::string& data_dir,
                                 uint32_t classes = 0, const ReadLimits& limits = {});
 
-// The built-in Fashion-MNIST as DataOptions: the IDX files under `dir`, 10 classes, normalised
-// with the training set's pixel mean and standard deviation.
+// The built-in Fashion-MNIST as DataOptions: the IDX files under `dir`, 10 classes, pixels
+// divided by 255 into [0, 1] (the built-in models standardise them themselves, models.h).
 DataOptions FashionMnistOptions(const std::string& dir);
 
 // Shared by the readers: applies options.sample_shape (same element count) or keeps the reader's,

@@ -1,6 +1,6 @@
 // Fashion-MNIST, the built-in data set: its IDX files under a directory, read by the IDX reader
 // (idx.h) into a Dataset (tensor_dataset.h) of uint8 images [N, 1, 28, 28] and int64 labels
-// 0..9, normalised in batches with the training set's pixel mean and standard deviation.
+// 0..9, handed to models as float32 pixels in [0, 1].
 // Safe to call from any thread.
 #pragma once
 
@@ -13,9 +13,6 @@
 
 namespace hetps {
 
-// Mean and standard deviation of the Fashion-MNIST training pixels scaled to [0, 1].
-inline constexpr double kFashionMnistPixelMean = 0.2860;
-inline constexpr double kFashionMnistPixelStd = 0.3530;
 inline constexpr int64_t kFashionMnistImageSide = 28;
 inline constexpr int64_t kFashionMnistClasses = 10;
 

@@ -9,6 +9,10 @@
 namespace hetps {
 namespace {
 
+torch::Tensor Standardise(const torch::Tensor& pixels) {
+  return (pixels - kPixelMean) * (1.0 / kPixelStd);
+}
+
 class Mlp : public Model {
  public:
   Mlp()
@@ -17,7 +21,7 @@ class Mlp : public Model {
         fc3_(register_module("fc3", torch::nn::Linear(256, 10))) {}
 
   torch::Tensor forward(torch::Tensor input) override {
-    torch::Tensor x = input.flatten(1);
+    torch::Tensor x = Standardise(input).flatten(1);
     x = torch::relu(fc1_->forward(x));
     x = torch::relu(fc2_->forward(x));
     return fc3_->forward(x);
@@ -38,7 +42,7 @@ class FashionCnn : public Model {
         fc2_(register_module("fc2", torch::nn::Linear(512, 10))) {}
 
   torch::Tensor forward(torch::Tensor input) override {
-    torch::Tensor x = torch::max_pool2d(torch::relu(conv1_->forward(input)), 2);
+    torch::Tensor x = torch::max_pool2d(torch::relu(conv1_->forward(Standardise(input))), 2);
     x = torch::max_pool2d(torch::relu(conv2_->forward(x)), 2);
     x = torch::relu(fc1_->forward(x.flatten(1)));
     return fc2_->forward(x);
