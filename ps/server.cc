@@ -292,6 +292,7 @@ void Server::HandleData(Message message) {
         pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
         pull.clock = push->clock() + 1;
         pull.dtype = push->dtype();
+        pull.arrived = std::chrono::steady_clock::now();
         pending_.push_back(std::move(pull));
       } else {
         Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
@@ -311,6 +312,7 @@ void Server::HandleData(Message message) {
       pull.clock = body->clock();
       pull.latest = body->latest();
       pull.dtype = body->dtype();
+      pull.arrived = std::chrono::steady_clock::now();
       pending_.push_back(std::move(pull));
       AnswerReadyPulls();
       return;
@@ -395,9 +397,12 @@ void Server::AnswerReadyPulls() {
     auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
     const uint32_t generation = sender_.generation();
     const uint64_t clock = it->latest ? 0 : it->clock;
-    auto send = [this, routing_id, generation, clock](Shard::WeightsReply& weights) {
+    const auto held = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - it->arrived);
+    auto send = [this, routing_id, generation, clock, held](Shard::WeightsReply& weights) {
       if (generation != sender_.generation()) return;  // answers a request a restore cancelled
       rounds_.ReplyDone(clock);
+      weights.held_us = static_cast<uint64_t>(std::max<int64_t>(0, held.count()));
       flatbuffers::FlatBufferBuilder fbb(256 + 12 * weights.partitions.size());
       auto body = weights.Write(fbb);
       Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),

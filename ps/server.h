@@ -86,6 +86,7 @@ class Server {
     uint64_t clock = 0;
     bool latest = false;
     wire::DType dtype = wire::DType::F32;  // of the weights in the reply
+    std::chrono::steady_clock::time_point arrived;  // for Weights.held_us
   };
 
   Status Serve();

@@ -510,7 +510,7 @@ zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
 }
 
 flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(flatbuffers::FlatBufferBuilder& fbb) const {
-  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype);
+  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype, held_us);
 }
 
 Shard::Stats Shard::stats() const {

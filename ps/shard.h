@@ -69,6 +69,7 @@ class Shard {
     std::vector<uint64_t> versions;
     uint64_t round_samples = 0;
     wire::DType dtype = wire::DType::F32;
+    uint64_t held_us = 0;  // set by the server: how long the request waited for the rule
     std::vector<zmq::message_t> frames;
 
     flatbuffers::Offset<wire::Weights> Write(flatbuffers::FlatBufferBuilder& fbb) const;

@@ -40,6 +40,10 @@ ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   return c;
 }
 
+double PacedSeconds(const wire::Progress& progress) {
+  return progress.paced_seconds() > 0 ? progress.paced_seconds() : progress.timed_seconds();
+}
+
 std::string Member::Describe() const {
   std::string text = role == wire::Role::Server ? "server " : "trainer ";
   text += std::to_string(rank) + " (";

@@ -33,6 +33,9 @@ struct TrainerProgress {
   // (forward, backward, --slowdown; no waits), hence the trainer's own speed.
   double timed_samples = 0;
   double timed_seconds = 0;
+  // The same steps' paced seconds: compute and the trainer's own transfers, without the servers'
+  // hold for other trainers (Progress.paced_seconds); hence its pace.
+  double paced_seconds = 0;
   // Totals since the trainer started: seconds in steps, the part spent waiting for the servers,
   // and the bytes of gradients pushed and weights pulled.
   double step_seconds = 0;
@@ -40,6 +43,7 @@ struct TrainerProgress {
   uint64_t bytes_pushed = 0;
   uint64_t bytes_pulled = 0;
   double ComputeSamplesPerSecond() const { return timed_seconds > 0 ? timed_samples / timed_seconds : 0; }
+  double PaceSamplesPerSecond() const { return paced_seconds > 0 ? timed_samples / paced_seconds : 0; }
 };
 
 struct ServerCounters {
@@ -58,6 +62,10 @@ struct ServerCounters {
 };
 
 ServerCounters CountersFromWire(const wire::ServerStats& stats);
+
+// The seconds a Progress report's timed steps took by pace: Progress.paced_seconds, or their
+// compute seconds from a trainer that does not report a pace.
+double PacedSeconds(const wire::Progress& progress);
 
 // 128 random bits as 32 hex digits: a secret routing id for a data-plane connection. A trainer's
 // data sockets take one, and the servers take data-plane messages as that trainer's only over a

@@ -19,9 +19,9 @@ ModeChooser::ModeChooser(Options options, double progress_interval_seconds)
     : options_(options), progress_interval_seconds_(progress_interval_seconds) {}
 
 void ModeChooser::Observe(uint32_t rank, double now_seconds, double samples, double steps,
-                          double compute_seconds) {
+                          double paced_seconds) {
   std::deque<Report>& reports = reports_[rank];
-  reports.push_back(Report{now_seconds, samples, steps, compute_seconds});
+  reports.push_back(Report{now_seconds, samples, steps, paced_seconds});
   while (reports.size() > options_.window_reports) reports.pop_front();
 }
 

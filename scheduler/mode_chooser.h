@@ -1,5 +1,6 @@
 // ModeChooser: mode: auto's decision rule. It keeps, per trainer, the speeds of its recent
-// progress reports (samples per second of compute, without waits) and the gaps between them,
+// progress reports (samples per second by pace: compute and the trainer's own transfers, without
+// the servers' hold for other trainers; Progress.paced_seconds) and the gaps between them,
 // and decides which consistency mode suits the trainers as measured:
 //   - a trainer whose speed varies (relative spread of its report speeds above
 //     `steady_variation`) or that stalled (a gap between reports of more than `stall_factor`
@@ -48,7 +49,7 @@ class ModeChooser {
   // What the rule looks at, per trainer.
   struct TrainerMeasure {
     uint32_t rank = 0;
-    double samples_per_second = 0;     // compute speed over the window
+    double samples_per_second = 0;     // pace over the window
     double steps_per_second = 0;       // at its current batch
     double variation = 0;              // relative standard deviation of its reports' speeds
     double longest_stall_seconds = 0;  // longest gap between reports beyond stall_factor intervals (0: none)
@@ -58,8 +59,8 @@ class ModeChooser {
   ModeChooser(Options options, double progress_interval_seconds);
 
   // Trainer `rank` reported at `now_seconds` (any fixed origin) `samples` trained in `steps`
-  // steps taking `compute_seconds`. Reports without compute time only count as a sign of life.
-  void Observe(uint32_t rank, double now_seconds, double samples, double steps, double compute_seconds);
+  // steps taking `paced_seconds`. Reports without that time only count as a sign of life.
+  void Observe(uint32_t rank, double now_seconds, double samples, double steps, double paced_seconds);
   void Forget(uint32_t rank);
   std::vector<TrainerMeasure> Measures() const;
 

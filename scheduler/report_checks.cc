@@ -84,6 +84,7 @@ Status CheckProgress(const wire::Progress& p, const ReportBounds& bounds) {
   HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_samples", p.timed_samples(), bounds.max_samples()));
   HETPS_RETURN_IF_ERROR(CheckCount("Progress.timed_steps", p.timed_steps(), bounds.max_clock()));
   HETPS_RETURN_IF_ERROR(CheckRate("Progress.timed_seconds", p.timed_seconds()));
+  HETPS_RETURN_IF_ERROR(CheckRate("Progress.paced_seconds", p.paced_seconds()));
   // Totals shown on the status page and in /metrics.
   HETPS_RETURN_IF_ERROR(CheckRate("Progress.step_seconds", p.step_seconds()));
   HETPS_RETURN_IF_ERROR(CheckRate("Progress.wait_seconds", p.wait_seconds()));

@@ -140,7 +140,8 @@ std::string RunSummary::ToJson() const {
                              {"joined_late", t.joined_late},
                              {"first_step", t.first_step},
                              {"left", t.left},
-                             {"compute_samples_per_second", t.compute_samples_per_second}});
+                             {"compute_samples_per_second", t.compute_samples_per_second},
+                             {"pace_samples_per_second", t.pace_samples_per_second}});
   }
   j["trainer_details"] = trainers_json;
   nlohmann::ordered_json failures_json = nlohmann::ordered_json::array();

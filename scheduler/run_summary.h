@@ -44,6 +44,7 @@ struct TrainerSummary {
   uint64_t samples = 0;
   bool alive = true;
   double compute_samples_per_second = 0;  // its own speed: samples per second of step time, no waits
+  double pace_samples_per_second = 0;     // by pace: compute and its own transfers (Progress.paced_seconds)
   bool joined_late = false;               // joined after training had started
   uint64_t first_step = 0;                // the step it started at (late joiners; 0 otherwise)
   bool left = false;                      // left on its own (Goodbye) before the end

@@ -248,12 +248,13 @@ void Scheduler::Handle(Message message) {
                           p->batch_size(),
                           before.timed_samples + p->timed_samples(),
                           before.timed_seconds + p->timed_seconds(),
+                          before.paced_seconds + PacedSeconds(*p),
                           p->step_seconds(),
                           p->wait_seconds(),
                           p->bytes_pushed(),
                           p->bytes_pulled()};
       if (balancer_) {
-        balancer_->Observe(member->rank, p->timed_samples(), p->timed_seconds(), p->timed_steps());
+        balancer_->Observe(member->rank, p->timed_samples(), PacedSeconds(*p), p->timed_steps());
         MaybeRebalance();
       }
       if (chooser_) ObserveForAuto(*member, *p);

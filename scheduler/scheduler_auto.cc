@@ -42,7 +42,7 @@ void Scheduler::ObserveForAuto(const Member& trainer, const wire::Progress& prog
   }
   chooser_->Observe(trainer.rank, SecondsSince(training_started_),
                     static_cast<double>(progress.timed_samples()), progress.timed_steps(),
-                    progress.timed_seconds());
+                    PacedSeconds(progress));
   MaybeSwitchMode();
 }
 

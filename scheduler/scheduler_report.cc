@@ -36,7 +36,8 @@ void Scheduler::FillSummary() {
     // A late joiner's clock starts at its first step: its own steps are the difference.
     const uint64_t steps = t->progress.clock - std::min(t->progress.clock, t->first_step);
     s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
-                                 t->progress.ComputeSamplesPerSecond(), t->joined_late, t->first_step,
+                                 t->progress.ComputeSamplesPerSecond(), t->progress.PaceSamplesPerSecond(),
+                                 t->joined_late, t->first_step,
                                  t->left});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }

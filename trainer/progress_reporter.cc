@@ -8,7 +8,7 @@ ProgressReporter::ProgressReporter(ControlChannel* control, Sender* sender,
                                    std::chrono::milliseconds interval)
     : control_(control), sender_(sender), interval_(interval) {}
 
-void ProgressReporter::AddStep(uint64_t samples, double loss, double compute_seconds) {
+void ProgressReporter::AddStep(uint64_t samples, double loss, double compute_seconds, double paced_seconds) {
   samples_ += samples;
   if (samples == 0) return;
   ++steps_;
@@ -18,6 +18,7 @@ void ProgressReporter::AddStep(uint64_t samples, double loss, double compute_sec
     ++timed_steps_;
     timed_samples_ += samples;
     timed_seconds_ += compute_seconds;
+    paced_seconds_ += paced_seconds;
   }
   last_batch_ = samples;
 }
@@ -33,7 +34,8 @@ void ProgressReporter::Report(const TrainerPosition& position, bool force) {
   auto body = wire::CreateProgress(fbb, position.epoch, position.clock, position.samples, last_loss_, rate,
                                    position.weight_version, compute_rate, position.batch_size, timed_steps_,
                                    timed_samples_, timed_seconds_, position.step_seconds,
-                                   position.wait_seconds, position.bytes_pushed, position.bytes_pulled);
+                                   position.wait_seconds, position.bytes_pushed, position.bytes_pulled,
+                                   paced_seconds_);
   Status status = control_->Send(sender_->Seal(fbb, wire::Body::Progress, body.Union()));
   if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
   last_report_ = now;
@@ -44,6 +46,7 @@ void ProgressReporter::Report(const TrainerPosition& position, bool force) {
   timed_steps_ = 0;
   timed_samples_ = 0;
   timed_seconds_ = 0;
+  paced_seconds_ = 0;
 }
 
 }  // namespace hetps

@@ -32,9 +32,11 @@ class ProgressReporter {
   ProgressReporter(ControlChannel* control, Sender* sender, std::chrono::milliseconds interval);
 
   // Counts a step of `samples` samples (0: a sync round without data), with its mean training
-  // loss and the seconds it computed (forward, backward, slowdown; no waits). A step whose batch
-  // differs from the previous one's is not timed for the balancer (see Progress.timed_steps).
-  void AddStep(uint64_t samples, double loss, double compute_seconds);
+  // loss, the seconds it computed (forward, backward, slowdown; no waits) and its paced seconds
+  // (its wall time less the servers' hold for the consistency rule, Progress.paced_seconds). A step
+  // whose batch differs from the previous one's is not timed for the balancer (see
+  // Progress.timed_steps).
+  void AddStep(uint64_t samples, double loss, double compute_seconds, double paced_seconds);
 
   // Sends a report when the interval has passed since the last one, or now when `force`. A report
   // that cannot be sent is logged, not an error: the next one will carry the totals.
@@ -55,6 +57,7 @@ class ProgressReporter {
   uint32_t timed_steps_ = 0;
   uint64_t timed_samples_ = 0;
   double timed_seconds_ = 0;
+  double paced_seconds_ = 0;
   uint64_t last_batch_ = 0;  // samples of the last step with data
   double last_loss_ = 0;     // repeated when no step ran since
 };

@@ -204,6 +204,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
     result->weight_version = std::max(result->weight_version, version);
   }
   result->round_samples = std::max(result->round_samples, body->round_samples());
+  result->held_seconds = std::max(result->held_seconds, static_cast<double>(body->held_us()) * 1e-6);
   return Status::Ok();
 }
 

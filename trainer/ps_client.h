@@ -50,6 +50,8 @@ class PsClient {
   struct PullResult {
     uint64_t weight_version = 0;  // largest version among the partitions received
     uint64_t round_samples = 0;   // sync: samples of the round these weights follow
+    // The longest any server held the request for the consistency rule (Weights.held_us).
+    double held_seconds = 0;
   };
 
   // `endpoints[s]` is server s's data endpoint. `sender` and `control` must outlive the client.

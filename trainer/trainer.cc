@@ -165,14 +165,17 @@ Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* rou
   auto outcome = step_->Run(clock_, indices);
   if (!outcome.ok()) return outcome.status();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double waited = std::max(0.0, seconds - outcome->compute_seconds);
   step_seconds_ += seconds;
-  wait_seconds_ += std::max(0.0, seconds - outcome->compute_seconds);
+  wait_seconds_ += waited;
   if (!indices.empty()) idle_ = false;
   ++clock_;
   samples_ += indices.size();
   weight_version_ = outcome->pulled.weight_version;
   *round_samples = outcome->pulled.round_samples;
-  progress_->AddStep(indices.size(), outcome->loss, outcome->compute_seconds);
+  // The step's pace: its time less what the servers spent waiting for other trainers.
+  const double paced = seconds - std::min(waited, outcome->pulled.held_seconds);
+  progress_->AddStep(indices.size(), outcome->loss, outcome->compute_seconds, paced);
   return Status::Ok();
 }
 

@@ -112,9 +112,10 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_REQUIRE(trainer.Setup(kModel).ok());
 
   Sender sender(wire::Role::Trainer);
-  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1) {
+  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1, double paced_seconds = 0.12) {
     flatbuffers::FlatBufferBuilder fbb(128);
-    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds);
+    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds, 0, 0, 0, 0,
+                                     paced_seconds);
     return sender.Seal(fbb, wire::Body::Progress, body.Union());
   };
   // Past 2^32 snapshots of 1000 samples, the snapshot counter used to wrap and loop forever.
@@ -127,10 +128,12 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   // A NaN time would poison the balancer's speed estimate.
   refusal = SendThenAskForChunk(trainer, sender, progress(64, 100, std::nan("")));
   CATCH_CHECK(Contains(refusal, "Progress.timed_seconds"));
+  refusal = SendThenAskForChunk(trainer, sender, progress(64, 100, 0.1, -0.5));
+  CATCH_CHECK(Contains(refusal, "Progress.paced_seconds"));
   // An honest report is taken without complaint.
   CATCH_CHECK(SendThenAskForChunk(trainer, sender, progress(64, 100)).empty());
   cluster.Stop();
-  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 3);
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 4);
 }
 
 CATCH_TEST_CASE(

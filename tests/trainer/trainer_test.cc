@@ -198,8 +198,9 @@ CATCH_TEST_CASE("Balanced sync shares converge to the trainers' speed ratio with
   // Ranks follow the order of joining, so the slow trainer is the one with the smaller share.
   const size_t slow = summary.batch_share[0] < summary.batch_share[1] ? 0 : 1;
   CATCH_REQUIRE(summary.trainer_details.size() == 2);
-  const double slow_speed = summary.trainer_details[slow].compute_samples_per_second;
-  const double fast_speed = summary.trainer_details[1 - slow].compute_samples_per_second;
+  // The balancer goes by pace: compute and each trainer's own transfers.
+  const double slow_speed = summary.trainer_details[slow].pace_samples_per_second;
+  const double fast_speed = summary.trainer_details[1 - slow].pace_samples_per_second;
   CATCH_INFO("measured speeds " << slow_speed << ", " << fast_speed << " samples/s");
   CATCH_REQUIRE(slow_speed > 0);
   CATCH_CHECK(fast_speed > 2 * slow_speed);  // --slowdown took effect
@@ -208,6 +209,34 @@ CATCH_TEST_CASE("Balanced sync shares converge to the trainers' speed ratio with
   CATCH_CHECK(std::abs(summary.batch_share[1 - slow] - (1 - expected_slow)) <= 0.15 * (1 - expected_slow));
   // And it trained the smaller part of the epoch.
   CATCH_CHECK(summary.trainer_details[slow].samples < summary.trainer_details[1 - slow].samples);
+}
+
+CATCH_TEST_CASE("In plain sync a fast trainer's pace leaves out its wait for a slow one",
+                "[trainer][sync][pace][heterogeneous]") {
+  // Every round waits for the trainer 4x slower, so both take as long per step; the servers' hold
+  // of the fast trainer's pulls (Weights.held_us) is what tells its pace from the slow one's.
+  constexpr uint64_t kSamples = 8192;
+  const RunSummary summary = RunJob(ConsistencyMode::kSync, 2, 1, kSamples, {1.0, 4.0}, [](JobOptions& job) {
+    job.global_batch_size = 256;
+    job.chunk_samples = 512;
+  });
+  CATCH_CHECK(summary.ok);
+  CATCH_CHECK(summary.samples_completed == kSamples);
+  CATCH_REQUIRE(summary.trainer_details.size() == 2);
+  const TrainerSummary& a = summary.trainer_details[0];
+  const TrainerSummary& b = summary.trainer_details[1];
+  const TrainerSummary& slow = a.compute_samples_per_second < b.compute_samples_per_second ? a : b;
+  const TrainerSummary& fast = &slow == &a ? b : a;
+  CATCH_INFO("pace " << fast.pace_samples_per_second << " and " << slow.pace_samples_per_second
+                     << " samples/s; compute " << fast.compute_samples_per_second << " and "
+                     << slow.compute_samples_per_second);
+  CATCH_CHECK(fast.steps == slow.steps);
+  CATCH_REQUIRE(slow.pace_samples_per_second > 0);
+  CATCH_CHECK(fast.pace_samples_per_second > 1.8 * slow.pace_samples_per_second);
+  // A pace counts compute and transfers, so it is never above the compute speed.
+  for (const TrainerSummary* t : {&fast, &slow}) {
+    CATCH_CHECK(t->pace_samples_per_second <= t->compute_samples_per_second * (1 + 1e-9));
+  }
 }
 
 CATCH_TEST_CASE(
