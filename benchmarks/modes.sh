@@ -5,7 +5,7 @@
 #
 #   benchmarks/modes.sh [--local] [--quick] [--scenarios A,B] [--seeds N] [--model mlp|cnn]
 #                       [--epochs N] [--eval-interval N] [--target X] [--out DIR]
-#                       [--build-dir DIR] [--no-build]
+#                       [--cases A,B] [--build-dir DIR] [--no-build]
 #
 # Scenarios (benchmarks/clusters/NAME.yaml): equal (two machines of 0.9 cores), home (1.2 : 0.3
 # cores, 1 : 0.25), home-slowlink (home with the slow machine on 100 Mbit), stalls (equal, the
@@ -29,6 +29,7 @@
 #   --model mlp|cnn    default mlp (target 0.85); cnn's target is 0.88
 #   --epochs N         default 2 (the mlp reaches 0.85 around the end of its first epoch)
 #   --target X         the accuracy timed (default 0.85 for mlp, 0.88 for cnn)
+#   --cases A,B        only these cases, by name (e.g. "fast alone,sync balanced,auto")
 #   --build-dir DIR    where the binaries are (default build); built with scripts/build.sh
 #                      --binaries-only unless --no-build
 # A case that fails is named with the end of its output, marked failed, and the others still
@@ -47,6 +48,7 @@ epochs=2
 interval=2000
 target=""
 scenarios=""
+only_cases=""
 command_line="benchmarks/modes.sh${*:+ $*}"
 
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
@@ -61,6 +63,7 @@ while (($#)); do
     --epochs) need_value "$@"; epochs=$2; shift 2 ;;
     --eval-interval) need_value "$@"; interval=$2; shift 2 ;;
     --target) need_value "$@"; target=$2; shift 2 ;;
+    --cases) need_value "$@"; only_cases=$2; shift 2 ;;
     --out) need_value "$@"; out=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
     --no-build) build=0; shift ;;
@@ -127,6 +130,16 @@ cases_of() {
   echo "auto|--mode auto"
 }
 
+# cases_of, less the cases --cases leaves out; a name --cases gives that no scenario has is an
+# error.
+chosen_cases_of() {
+  if [[ -z $only_cases ]]; then cases_of "$1"; return; fi
+  local line
+  cases_of "$1" | while IFS= read -r line; do
+    [[ ",$only_cases," == *",${line%%|*},"* ]] && echo "$line"
+  done
+}
+
 # The slow machine alone still needs the server and scheduler where the spec puts them: the
 # scenario's spec with the first machine's trainer role removed.
 slow_spec() {
@@ -180,7 +193,7 @@ for seed in $(seq 1 "$seeds"); do
         echo "modes.sh: '$scenario, $name, seed $seed' failed; the end of its output (logs in $dir):" >&2
         tail -n 20 "$dir.out" | sed 's/^/  | /' >&2
       fi
-    done < <(cases_of "$scenario")
+    done < <(chosen_cases_of "$scenario")
   done
 done
 

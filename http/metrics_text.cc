@@ -184,6 +184,10 @@ std::string RenderMetrics(const StatusSnapshot& s) {
   w.PerMember(s, "trainer", "hetps_trainer_compute_samples_per_second", "gauge",
               "A trainer's own speed: samples per second of compute (forward, backward), no waits",
               [](const MemberStatus& m) { return Number(m.compute_samples_per_second); });
+  w.PerMember(s, "trainer", "hetps_trainer_pace_samples_per_second", "gauge",
+              "A trainer's pace: samples per second of compute and its own transfers, without waits for "
+              "other trainers (what balance: speed and mode: auto go by)",
+              [](const MemberStatus& m) { return Number(m.pace_samples_per_second); });
   w.PerMember(s, "trainer", "hetps_trainer_loss", "gauge",
               "Mean training loss over a trainer's last report interval",
               [](const MemberStatus& m) { return Number(m.loss); });

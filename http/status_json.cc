@@ -45,6 +45,7 @@ Json MemberJson(const MemberStatus& m) {
               {"loss", m.loss},
               {"samples_per_second", m.samples_per_second},
               {"compute_samples_per_second", m.compute_samples_per_second},
+              {"pace_samples_per_second", m.pace_samples_per_second},
               {"batch_size", m.batch_size},
               {"batch_share", m.batch_share},
               {"clock_gap", m.clock_gap},
@@ -88,6 +89,7 @@ MemberStatus MemberFromJson(const Json& j) {
   Take(j, "loss", &m.loss);
   Take(j, "samples_per_second", &m.samples_per_second);
   Take(j, "compute_samples_per_second", &m.compute_samples_per_second);
+  Take(j, "pace_samples_per_second", &m.pace_samples_per_second);
   Take(j, "batch_size", &m.batch_size);
   Take(j, "batch_share", &m.batch_share);
   Take(j, "clock_gap", &m.clock_gap);

@@ -33,6 +33,7 @@ struct MemberStatus {
   double loss = 0;
   double samples_per_second = 0;          // over its last report interval, waits included
   double compute_samples_per_second = 0;  // its own speed: samples per second of compute
+  double pace_samples_per_second = 0;     // compute and its own transfers, not waits for others
   uint32_t batch_size = 0;
   double batch_share = 0;   // of the global batch
   uint64_t clock_gap = 0;   // steps behind the fastest trainer in the job

@@ -4,9 +4,10 @@
 //
 // A trainer's step time is modelled as a fixed cost plus a cost per sample, t(b) = fixed +
 // per_sample x b, fitted to what it reports in Progress (steps, samples and their paced seconds:
-// compute and its own transfers, without the servers' hold for the round; Progress.paced_seconds). The fixed cost (kernel launches, copies, pushes, per-step
-// bookkeeping) matters: with it, a split in proportion to samples per second is not the one
-// that equalises step times, and iterating it shrinks a slow trainer's share further each time.
+// compute and its own transfers, without the servers' hold for the round; Progress.paced_seconds).
+// The fixed cost (kernel launches, copies, pushes, per-step bookkeeping) matters: with it, a
+// split in proportion to samples per second is not the one that equalises step times, and
+// iterating it shrinks a slow trainer's share further each time.
 // The fit needs reports at different batch sizes: until a trainer has them (before the first
 // rebalance), its fixed cost is taken as 0 (shares in proportion to speed); once fitted, the
 // fixed cost is kept while the batch stays put, and the per-sample cost follows the reports.

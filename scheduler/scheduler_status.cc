@@ -125,6 +125,7 @@ void Scheduler::MaybePublishStatus(bool force) {
     ms.loss = p.loss;
     ms.samples_per_second = training ? p.samples_per_second : 0;
     ms.compute_samples_per_second = p.ComputeSamplesPerSecond();
+    ms.pace_samples_per_second = p.PaceSamplesPerSecond();
     ms.batch_size = p.batch_size != 0 ? p.batch_size : t->batch_size;
     ms.batch_share =
         job_.global_batch_size > 0 ? static_cast<double>(ms.batch_size) / job_.global_batch_size : 0;

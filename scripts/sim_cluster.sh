@@ -117,9 +117,12 @@ report_machines() {
     machine_report "$m" "${m_name[m]}" "${m_cpus[m]}" "${m_link[m]}" "${m_roles[m]}"
   done > "$run_dir/machines.json" 2>/dev/null || true
 }
+# Both handlers ignore further INT and TERM rather than reset them: a second Ctrl-C or kill during
+# the (bounded) stop would otherwise end the script before the teardown and leave the namespaces.
 on_exit() {
   local code=$?
-  trap - EXIT INT TERM
+  trap - EXIT
+  trap '' INT TERM
   stop_stalls 2>/dev/null || true
   finish 5 2>/dev/null || true
   report_machines
@@ -127,7 +130,7 @@ on_exit() {
   exit "$code"
 }
 interrupted() {
-  trap - INT TERM
+  trap '' INT TERM
   echo
   echo "$tool: interrupted; stopping the cluster (logs in $run_dir)" >&2
   stop_stalls

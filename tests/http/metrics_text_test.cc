@@ -30,6 +30,7 @@ StatusSnapshot TwoTrainersOneServer() {
     t.device = rank == 0 ? "cuda" : "cpu";
     t.samples = 1000 * (rank + 1);
     t.loss = 0.5;
+    t.pace_samples_per_second = 400 * (rank + 1);
     s.members.push_back(t);
   }
   return s;
@@ -49,6 +50,7 @@ CATCH_TEST_CASE(
   CATCH_CHECK(
       Has(text, "hetps_trainer_samples_total{role=\"trainer\",rank=\"1\",host=\"h\",device=\"cpu\"} 2000"));
   CATCH_CHECK(Has(text, "# TYPE hetps_trainer_loss gauge"));
+  CATCH_CHECK(Has(text, "hetps_trainer_pace_samples_per_second{role=\"trainer\",rank=\"1\",host=\"h\",device=\"cpu\"} 800"));
   CATCH_CHECK(Has(text, "# TYPE hetps_server_pushes_total counter"));
   CATCH_CHECK(Has(text, "hetps_job_progress_ratio 0.25"));
   // A quote in a label value is escaped.

@@ -34,6 +34,7 @@ StatusSnapshot Sample() {
   fast.device = "cuda";
   fast.state = slow.state = "training";
   fast.samples_per_second = 900;
+  fast.pace_samples_per_second = 1500.5;
   fast.batch_share = 0.75;
   slow.rank = 1;
   slow.host = "mac<mini>";
@@ -56,6 +57,7 @@ CATCH_TEST_CASE("The status JSON reads back as the snapshot it was made from", "
   CATCH_CHECK(RenderStatusJson(*parsed) == RenderStatusJson(s));
   CATCH_CHECK(parsed->members.size() == 3);
   CATCH_CHECK(parsed->members[2].bytes_pushed == uint64_t{1} << 40);
+  CATCH_CHECK(parsed->members[1].pace_samples_per_second == 1500.5);
   CATCH_CHECK(parsed->members[0].round_seconds.counts == s.members[0].round_seconds.counts);
   CATCH_CHECK(parsed->members[0].round_seconds.sum == 3.125);
   CATCH_CHECK(parsed->members[0].apply_seconds.count() == 1);
