@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sim_cluster.sh end to end: the MLP trains to its usual accuracy on the home cluster in
 # a box (benchmarks/clusters/home.yaml: 1.2 and 0.3 cores), the slow machine's trainer really is
-# slower, and after a finished job, a failed one and one interrupted with SIGINT while a machine
-# is frozen, no namespace, link, cgroup or process of the run is left; a bad spec gets an error
-# naming the machine and the field. Needs root: exits 77 (skipped) without it.
+# slower, and after a finished job, a failed one and one interrupted with SIGINT (and a SIGTERM on
+# top) while a machine is frozen, no namespace, link, cgroup or process of the run is left; a bad
+# spec gets an error naming the machine and the field. Needs root: exits 77 (skipped) without it.
 #   sim_cluster_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -126,8 +126,11 @@ grep -qE "FROZEN|FREEZING" /sys/fs/cgroup/freezer/hetps-sim-$tool_pid/laptop/fre
   fail "the laptop's cgroup is not frozen during its stall"
 kill -s INT "$tool_pid"
 started=$SECONDS
+# An impatient second signal while the tool stops the cluster must not cut its teardown short.
+sleep 0.3
+kill -s TERM "$tool_pid" 2>/dev/null || true
 wait_tool
 [[ $code == 130 ]] || fail "an interrupted job: exit $code, expected 130"
 ((SECONDS - started <= 20)) || fail "the tool took $((SECONDS - started)) s to stop after SIGINT"
-echo "ok: SIGINT during a stall stopped the job in $((SECONDS - started)) s"
+echo "ok: SIGINT during a stall, then SIGTERM, stopped the job in $((SECONDS - started)) s"
 nothing_left "an interrupted job"
