@@ -397,8 +397,8 @@ void Server::AnswerReadyPulls() {
     auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
     const uint32_t generation = sender_.generation();
     const uint64_t clock = it->latest ? 0 : it->clock;
-    const auto held = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::steady_clock::now() - it->arrived);
+    const auto held =
+        std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - it->arrived);
     auto send = [this, routing_id, generation, clock, held](Shard::WeightsReply& weights) {
       if (generation != sender_.generation()) return;  // answers a request a restore cancelled
       rounds_.ReplyDone(clock);

@@ -37,8 +37,7 @@ void Scheduler::FillSummary() {
     const uint64_t steps = t->progress.clock - std::min(t->progress.clock, t->first_step);
     s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
                                  t->progress.ComputeSamplesPerSecond(), t->progress.PaceSamplesPerSecond(),
-                                 t->joined_late, t->first_step,
-                                 t->left});
+                                 t->joined_late, t->first_step, t->left});
     s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;

@@ -50,7 +50,9 @@ CATCH_TEST_CASE(
   CATCH_CHECK(
       Has(text, "hetps_trainer_samples_total{role=\"trainer\",rank=\"1\",host=\"h\",device=\"cpu\"} 2000"));
   CATCH_CHECK(Has(text, "# TYPE hetps_trainer_loss gauge"));
-  CATCH_CHECK(Has(text, "hetps_trainer_pace_samples_per_second{role=\"trainer\",rank=\"1\",host=\"h\",device=\"cpu\"} 800"));
+  CATCH_CHECK(Has(
+      text,
+      "hetps_trainer_pace_samples_per_second{role=\"trainer\",rank=\"1\",host=\"h\",device=\"cpu\"} 800"));
   CATCH_CHECK(Has(text, "# TYPE hetps_server_pushes_total counter"));
   CATCH_CHECK(Has(text, "hetps_job_progress_ratio 0.25"));
   // A quote in a label value is escaped.

@@ -112,10 +112,11 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_REQUIRE(trainer.Setup(kModel).ok());
 
   Sender sender(wire::Role::Trainer);
-  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1, double paced_seconds = 0.12) {
+  auto progress = [&](uint64_t samples, double rate, double timed_seconds = 0.1,
+                      double paced_seconds = 0.12) {
     flatbuffers::FlatBufferBuilder fbb(128);
-    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds, 0, 0, 0, 0,
-                                     paced_seconds);
+    auto body = wire::CreateProgress(fbb, 0, 1, samples, 0.5, rate, 0, rate, 32, 1, 32, timed_seconds, 0, 0,
+                                     0, 0, paced_seconds);
     return sender.Seal(fbb, wire::Body::Progress, body.Union());
   };
   // Past 2^32 snapshots of 1000 samples, the snapshot counter used to wrap and loop forever.

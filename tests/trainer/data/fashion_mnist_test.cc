@@ -143,8 +143,9 @@ CATCH_TEST_CASE("Fashion-MNIST test split has 10000 images covering all ten clas
   CATCH_CHECK(torch::all(per_class > 0).item<bool>());
 }
 
-CATCH_TEST_CASE("The training pixels' mean and standard deviation are those the built-in models standardise with",
-                "[trainer][data]") {
+CATCH_TEST_CASE(
+    "The training pixels' mean and standard deviation are those the built-in models standardise with",
+    "[trainer][data]") {
   const Dataset& data = TrainSplit();
   std::vector<int64_t> all(static_cast<size_t>(data.size()));
   for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<int64_t>(i);
