@@ -12,9 +12,10 @@
 # laptop frozen 4 s of every 15 s). With --local only equal (--slowdown 1,1) and home (1,4)
 # exist. Cases in each scenario: the fast machine alone and the slow one alone (the baselines:
 # their samples/s added up is the sum the two could reach), sync, sync balanced by speed, async,
-# ssp (bound 3; in stalls also 16) and auto. Each case runs --seeds times (different --seed: the
-# initial weights and the data order), interleaved: seed by seed, scenario by scenario, case by
-# case, so that the host's drift falls on every case alike.
+# async whole (async_batch: whole with the staleness-aware rate), ssp (bound 3; in stalls also
+# 16), auto and auto whole (auto with the same two options). Each case runs --seeds times
+# (different --seed: the initial weights and the data order), interleaved: seed by seed, scenario
+# by scenario, case by case, so that the host's drift falls on every case alike.
 # Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64) with the model, an
 # evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
 # the weights after training, so they cost no training time).
@@ -125,9 +126,11 @@ cases_of() {
   ((quick)) || echo "sync|--mode sync"
   echo "sync balanced|--mode sync --balance speed"
   echo "async|--mode async"
+  ((quick)) || echo "async whole|--mode async --async-batch whole --staleness-aware-lr true"
   ((quick)) || echo "ssp s=3|--mode ssp --staleness 3"
   if ((!quick)) && [[ $scenario == stalls ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi
   echo "auto|--mode auto"
+  ((quick)) || echo "auto whole|--mode auto --async-batch whole --staleness-aware-lr true"
 }
 
 # cases_of, less the cases --cases leaves out; a name --cases gives that no scenario has is an

@@ -124,7 +124,9 @@ def scenario_figures(runs):
         })
     by_case = {c["case"]: c for c in out["cases"]}
     fast = medians.get("fast alone")
-    modes = {c: t for c, t in medians.items() if c not in BASELINES and c != "auto" and t is not None}
+    # The fixed modes: not the baselines, and not auto (nor auto with other options).
+    fixed = [c for c in medians if c not in BASELINES and not c.startswith("auto")]
+    modes = {c: medians[c] for c in fixed if medians[c] is not None}
     best = min(modes, key=modes.get) if modes else None
     sps = [by_case[b]["samples_per_second"] for b in BASELINES if b in by_case]
     out.update({

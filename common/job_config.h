@@ -18,6 +18,8 @@ namespace hetps {
 
 // How sync mode splits the global batch across trainers.
 enum class Balance { kNone, kSpeed };
+// A trainer's batch in async and ssp: its even share of the global batch, or all of it.
+enum class AsyncBatch { kShare, kWhole };
 
 // kAuto: the scheduler chooses sync, ssp or async while the job runs (scheduler/mode_chooser.h).
 enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto };
@@ -34,6 +36,7 @@ Loss FromWire(wire::Loss loss);
 
 const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp", "auto"
 const char* BalanceName(Balance balance);    // "none", "speed"
+const char* AsyncBatchName(AsyncBatch batch);  // "share", "whole"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
 const char* WireDTypeName(wire::DType dtype);
 Result<wire::DType> ParseWireDType(const std::string& name);
@@ -98,6 +101,8 @@ struct JobOptions {
   AutoModeOptions auto_mode;         // mode: auto's decision rule (the `auto` section)
   Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
                                      // proportion to each trainer's measured speed)
+  AsyncBatch async_batch = AsyncBatch::kShare;  // async, ssp: a trainer's batch per step is its
+                                                // even share of the global batch | the whole of it
   uint32_t epochs = 1;               // 1..1000
   uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
                                      // takes an equal share (the first ones one more)
@@ -160,5 +165,12 @@ uint32_t MaxTrainers(const JobOptions& options);
 
 // The batch of trainer `rank` out of `trainers` when splitting `global_batch` evenly.
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank);
+
+// A trainer's batch under `mode` before any balancing by speed: trainer `rank` of `trainers` takes
+// its even share of `global_batch` (in sync a round's pushes then make one update of the global
+// batch), except in async and ssp with `async_batch: whole`, where every push is an update of its
+// own and each trainer takes all of `global_batch` (docs/modes.md).
+uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,
+                         uint32_t trainers, uint32_t rank);
 
 }  // namespace hetps

@@ -48,6 +48,13 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
          o->balance = name == "speed" ? Balance::kSpeed : Balance::kNone;
          return Status::Ok();
        }},
+      {"async_batch",
+       [o](const YAML::Node& n, const std::string& w) {
+         std::string name;
+         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"share", "whole"}, &name));
+         o->async_batch = name == "whole" ? AsyncBatch::kWhole : AsyncBatch::kShare;
+         return Status::Ok();
+       }},
       {"epochs", u32(&o->epochs, 1, 1000)},
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,

@@ -75,6 +75,10 @@ Status ValidateJobOptions(const JobOptions& o) {
     return Status::InvalidArgument(
         "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
   }
+  if (o.async_batch == AsyncBatch::kWhole && o.mode == ConsistencyMode::kSync) {
+    return Status::InvalidArgument(
+        "async_batch: whole needs mode async, ssp or auto; a sync round splits the global batch");
+  }
   if (o.balance == Balance::kSpeed && o.mode != ConsistencyMode::kSync && o.mode != ConsistencyMode::kAuto) {
     return Status::InvalidArgument(std::string("balance: speed needs mode sync, not ") + ModeName(o.mode) +
                                    "; other modes let each trainer run at its own pace");
@@ -92,6 +96,12 @@ uint32_t MaxTrainers(const JobOptions& options) {
 
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank) {
   return global_batch / trainers + (rank < global_batch % trainers ? 1 : 0);
+}
+
+uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,
+                         uint32_t trainers, uint32_t rank) {
+  const bool whole = async_batch == AsyncBatch::kWhole && mode != ConsistencyMode::kSync;
+  return whole ? global_batch : EvenBatchShare(global_batch, trainers, rank);
 }
 
 }  // namespace hetps

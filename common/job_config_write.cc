@@ -53,6 +53,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "max_staleness" << YAML::Value << o.auto_mode.max_staleness;
   out << YAML::EndMap;
   out << YAML::Key << "balance" << YAML::Value << BalanceName(o.balance);
+  out << YAML::Key << "async_batch" << YAML::Value << AsyncBatchName(o.async_batch);
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
   out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;

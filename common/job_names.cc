@@ -22,6 +22,10 @@ const char* BalanceName(Balance balance) {
   return balance == Balance::kSpeed ? "speed" : "none";
 }
 
+const char* AsyncBatchName(AsyncBatch batch) {
+  return batch == AsyncBatch::kWhole ? "whole" : "share";
+}
+
 const char* WireDTypeName(wire::DType dtype) {
   switch (dtype) {
     case wire::DType::BF16:

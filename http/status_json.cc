@@ -119,6 +119,7 @@ std::string RenderStatusJson(const StatusSnapshot& s) {
               {"optimizer", s.optimizer},
               {"lr", s.lr},
               {"balance", s.balance},
+              {"async_batch", s.async_batch},
               {"wire_dtype", s.wire_dtype},
               {"epochs", s.epochs},
               {"global_batch_size", s.global_batch_size},
@@ -181,6 +182,7 @@ Result<StatusSnapshot> ParseStatusJson(const std::string& text, const std::strin
       Take(*job, "optimizer", &s.optimizer);
       Take(*job, "lr", &s.lr);
       Take(*job, "balance", &s.balance);
+      Take(*job, "async_batch", &s.async_batch);
       Take(*job, "wire_dtype", &s.wire_dtype);
       Take(*job, "epochs", &s.epochs);
       Take(*job, "global_batch_size", &s.global_batch_size);

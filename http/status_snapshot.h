@@ -75,7 +75,7 @@ struct HistoryPoint {
 
 struct StatusSnapshot {
   // The job's options.
-  std::string mode, model, optimizer, balance, wire_dtype, listen;
+  std::string mode, model, optimizer, balance, async_batch, wire_dtype, listen;
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;

@@ -24,8 +24,8 @@ void RequestStop(int) {
 }
 
 struct Overrides {
-  std::string model, model_file, loss, mode, optimizer, listen, summary, balance, wire_dtype, checkpoint_dir,
-      model_out, curve_keys, http;
+  std::string model, model_file, loss, mode, optimizer, listen, summary, balance, async_batch, wire_dtype,
+      checkpoint_dir, model_out, curve_keys, http;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
@@ -55,6 +55,8 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
   if (given("--staleness-aware-lr")) job->staleness_aware_lr = o.staleness_aware_lr;
   if (given("--balance"))
     job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
+  if (given("--async-batch"))
+    job->async_batch = o.async_batch == "whole" ? hetps::AsyncBatch::kWhole : hetps::AsyncBatch::kShare;
   if (given("--wire-dtype")) job->wire_dtype = *hetps::ParseWireDType(o.wire_dtype);
   if (given("--eval-interval-samples")) job->eval_interval_samples = o.eval_interval_samples;
   if (given("--optimizer")) {
@@ -119,6 +121,10 @@ int main(int argc, char** argv) {
   app.add_option("--balance", o.balance,
                  "sync: split the global batch evenly (none) or by measured trainer speed (speed)")
       ->check(CLI::IsMember({"none", "speed"}));
+  app.add_option("--async-batch", o.async_batch,
+                 "async, ssp: each trainer's batch is its share of the global batch (share) or all of it "
+                 "(whole)")
+      ->check(CLI::IsMember({"share", "whole"}));
   app.add_option("--wire-dtype", o.wire_dtype,
                  "Gradients and weights in flight: fp32 | bf16 | fp16 (servers keep float32)")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}));

@@ -95,13 +95,13 @@ void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
   if (decision.mode == ConsistencyMode::kSync) {
     Resplit(from_clock);  // by the speeds measured so far; the balancer refines it
   } else if (before == ConsistencyMode::kSync) {
-    // Back to each trainer's even share: without rounds, a slow trainer's small batch would
-    // only make its pushes more frequent and staler.
+    // Back to each trainer's even share, or all of the global batch with async_batch: whole.
     const auto training = members_.Training();
     std::map<uint32_t, uint32_t> sizes;
     for (size_t i = 0; i < training.size(); ++i) {
-      sizes[training[i]->rank] = EvenBatchShare(
-          job_.global_batch_size, static_cast<uint32_t>(training.size()), static_cast<uint32_t>(i));
+      sizes[training[i]->rank] =
+          UnbalancedBatch(decision.mode, job_.async_batch, job_.global_batch_size,
+                          static_cast<uint32_t>(training.size()), static_cast<uint32_t>(i));
     }
     SendBatchSizes(from_clock, sizes);
   }

@@ -60,7 +60,8 @@ void Scheduler::HandleJoin(const Message& message) {
   flatbuffers::Offset<wire::TrainerJob> trainer_job;
   if (member->role == wire::Role::Trainer) {
     // A late joiner's share in sync comes with the shard map (Rebalance from its first step).
-    member->batch_size = EvenBatchShare(job_.global_batch_size, job_.trainers, member->rank % job_.trainers);
+    member->batch_size = UnbalancedBatch(CurrentMode(), job_.async_batch, job_.global_batch_size,
+                                         job_.trainers, member->rank % job_.trainers);
     trainer_job = wire::CreateTrainerJobDirect(
         fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs, member->batch_size, job_.seed,
         job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,

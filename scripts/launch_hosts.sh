@@ -29,8 +29,8 @@
 #   --device DEV               trainers without device= (default cpu)
 # Job options (override the job file, as in scripts/launch_local.sh): --config FILE
 #   --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false  --balance none|speed
-#   --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X  --weight-decay X
-#   --global-batch-size N  --max-train-samples N  --eval-interval-samples N
+#   --async-batch share|whole  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
+#   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
 # Process options: --data-dir DIR  --threads N  --server-threads N  --no-overlap
 #   --checkpoint-dir DIR  --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N

@@ -9,7 +9,7 @@
 #   --servers N  --trainers N  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
-#   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE
+#   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --async-batch share|whole
 #   --model-file FILE.pt  a TorchScript model instead of a built-in one (docs/models.md), with
 #   --loss cross_entropy|mse|nll  its loss (default cross_entropy)
 # Trainer options:

@@ -25,6 +25,7 @@
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
+#   --async-batch share|whole
 # Process options: --data-dir DIR  --threads N (every trainer, over the spec's)  --server-threads N
 #   --no-overlap  --checkpoint-dir DIR  --no-checkpoints  --model-out FILE  --resume DIR
 #   --max-restarts N  --secure  --run-dir DIR (default runs/<date-time>-sim)  --build-dir DIR

@@ -52,6 +52,8 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"staleness_aware_lr: true\n", {"staleness_aware_lr", "needs mode async or ssp"}},
       {"wire_dtype: fp8\n", {"job.yaml:1: wire_dtype", "'fp8'", "fp32, bf16, fp16"}},
       {"balance: fast\n", {"job.yaml:1: balance", "'fast'", "none, speed"}},
+      {"async_batch: all\n", {"job.yaml:1: async_batch", "'all'", "share, whole"}},
+      {"async_batch: whole\n", {"async_batch: whole needs mode async, ssp or auto"}},
       {"checkpoint:\n  keep: 0\n", {"job.yaml:2: checkpoint.keep", "0 is out of range", "1..1000000"}},
       {"checkpoint:\n  cut_timeout_s: 0\n",
        {"job.yaml:2: checkpoint.cut_timeout_s", "0 is out of range", "1..86400"}},

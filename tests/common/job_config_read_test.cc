@@ -77,6 +77,7 @@ auto:
   sync_min_speed_ratio: 0.6
   max_staleness: 20
 balance: none
+async_batch: whole
 epochs: 7
 global_batch_size: 256
 optimizer:
@@ -140,6 +141,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.staleness == 5);
   CATCH_CHECK(o.staleness_aware_lr);
   CATCH_CHECK(o.balance == Balance::kNone);
+  CATCH_CHECK(o.async_batch == AsyncBatch::kWhole);
   CATCH_CHECK(o.eval_interval_samples == 6000);
   CATCH_CHECK(o.epochs == 7);
   CATCH_CHECK(o.global_batch_size == 256);

@@ -81,5 +81,17 @@ CATCH_TEST_CASE("Even batch shares sum to the global batch and differ by at most
   CATCH_CHECK(EvenBatchShare(64, 3, 2) == 21);
 }
 
+CATCH_TEST_CASE("async_batch: whole gives each async or ssp trainer all of the global batch, sync its share",
+                "[common][job_config]") {
+  for (const AsyncBatch rule : {AsyncBatch::kShare, AsyncBatch::kWhole}) {
+    CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSync, rule, 64, 3, 0) == 22);
+    CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSync, rule, 64, 3, 2) == 21);
+  }
+  CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kAsync, AsyncBatch::kShare, 64, 3, 2) == 21);
+  CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSsp, AsyncBatch::kShare, 64, 3, 0) == 22);
+  CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kAsync, AsyncBatch::kWhole, 64, 3, 2) == 64);
+  CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSsp, AsyncBatch::kWhole, 64, 3, 0) == 64);
+}
+
 }  // namespace
 }  // namespace hetps

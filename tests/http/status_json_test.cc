@@ -13,6 +13,7 @@ StatusSnapshot Sample() {
   s.mode = "sync";
   s.model = "cnn";
   s.optimizer = "adam";
+  s.async_batch = "whole";
   s.epochs = 2;
   s.phase = "training";
   s.progress_ratio = 0.5;
@@ -55,6 +56,7 @@ CATCH_TEST_CASE("The status JSON reads back as the snapshot it was made from", "
   auto parsed = ParseStatusJson(RenderStatusJson(s), "test");
   CATCH_REQUIRE(parsed.ok());
   CATCH_CHECK(RenderStatusJson(*parsed) == RenderStatusJson(s));
+  CATCH_CHECK(parsed->async_batch == "whole");
   CATCH_CHECK(parsed->members.size() == 3);
   CATCH_CHECK(parsed->members[2].bytes_pushed == uint64_t{1} << 40);
   CATCH_CHECK(parsed->members[1].pace_samples_per_second == 1500.5);

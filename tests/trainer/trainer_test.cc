@@ -93,6 +93,9 @@ CATCH_TEST_CASE("A sync job of three epochs evaluates after each and trains ever
   // Lock-step: both trainers took the same number of steps.
   CATCH_REQUIRE(summary.trainer_details.size() == 2);
   CATCH_CHECK(summary.trainer_details[0].steps == summary.trainer_details[1].steps);
+  // A round's shares make one update of the global batch (48).
+  CATCH_CHECK(summary.trainer_details[0].batch_size == 24);
+  CATCH_CHECK(summary.trainer_details[1].batch_size == 24);
 }
 
 CATCH_TEST_CASE("An async job of three epochs with three trainers trains every sample once",
@@ -102,6 +105,16 @@ CATCH_TEST_CASE("An async job of three epochs with three trainers trains every s
   uint64_t steps = 0;
   for (const TrainerSummary& t : summary.trainer_details) steps += t.steps;
   CATCH_CHECK(summary.weight_version == steps);  // async: one update per push
+  for (const TrainerSummary& t : summary.trainer_details) CATCH_CHECK(t.batch_size == 16);  // 48 / 3
+}
+
+CATCH_TEST_CASE("With async_batch: whole every async trainer steps on the whole global batch",
+                "[trainer][async]") {
+  const RunSummary summary = RunJob(ConsistencyMode::kAsync, 2, 3, 3000, {},
+                                    [](JobOptions& job) { job.async_batch = AsyncBatch::kWhole; });
+  CheckEpochs(summary, 3, 3000);
+  CATCH_REQUIRE(summary.trainer_details.size() == 2);
+  for (const TrainerSummary& t : summary.trainer_details) CATCH_CHECK(t.batch_size == 48);
 }
 
 CATCH_TEST_CASE("Async trainers of different speeds share each epoch by speed, every sample once",
