@@ -96,8 +96,8 @@ struct JobOptions {
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t staleness = 3;            // ssp: a trainer runs at most this many clocks
                                      // ahead of the slowest live one (0..10000)
-  bool staleness_aware_lr = false;   // async, ssp: divide each push's step by its
-                                     // staleness (at least 1)
+  bool staleness_aware_lr = false;   // async, ssp: divide each push's gradient by its
+                                     // staleness (at least 1) before the optimizer
   AutoModeOptions auto_mode;         // mode: auto's decision rule (the `auto` section)
   Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
                                      // proportion to each trainer's measured speed)

@@ -44,8 +44,8 @@ class Optimizer {
 
   // One optimizer step on n elements, in place, in one pass over weights, gradient and state.
   // The gradient used is grad_scale * grad[i] (the caller folds the weighting of several
-  // trainers' summed gradients into grad_scale); the learning rate used is lr * lr_scale (e.g. a
-  // staleness-aware learning rate). `step` is this buffer's 1-based update count: it drives the
+  // trainers' summed gradients, or a stale push's, into grad_scale); the learning rate used is
+  // lr * lr_scale (e.g. a push's share of the global batch). `step` is this buffer's 1-based update count: it drives the
   // bias corrections, the first-step initialisation of SGD's momentum buffer and Adagrad's lr
   // decay, so it must be 1 on the first call after InitState and grow by one per call.
   // `state` is as written by InitState; none of the buffers may overlap.

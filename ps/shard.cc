@@ -296,9 +296,12 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     staleness = std::max(staleness, partition_staleness);
     const void* grad = (*frames)[i].data();
     if (!sync) {
+      // The staleness-aware rate weights the gradient, not the step: with momentum, dividing the
+      // step would shrink the fresh gradients the buffer holds and let this one through at full
+      // weight into every later step.
       const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
-      PostStep(slot, grad, dtype, 1.0f,
-               stale ? batch_share / static_cast<float>(partition_staleness) : batch_share, frames, tally);
+      PostStep(slot, grad, dtype, stale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f, batch_share,
+               frames, tally);
       continue;
     }
     if (automatic && slot.pushed.empty() && slot.round < push.clock()) {

@@ -47,7 +47,7 @@ class Shard {
     ConsistencyMode mode = ConsistencyMode::kSync;
     OptimizerOptions optimizer;
     uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open
-    bool staleness_aware_lr = false;  // async, ssp: the step of a push is lr / max(1, staleness)
+    bool staleness_aware_lr = false;  // async, ssp: a push's gradient is weighted 1 / max(1, staleness)
     // A push (async, ssp) or a sync round of b samples steps by lr * b / global_batch_size, so
     // that every sample moves the weights as much whatever the mode and however the batch was
     // split; a full sync round steps by lr. 0 leaves every step at lr.
@@ -106,7 +106,8 @@ class Shard {
   // live trainer has pushed; a float32 push that is its round's only gradient is stepped on
   // straight from its frame. Gradients may travel as float32, bfloat16 or float16 (the sums and
   // the weights stay float32). Async and ssp: applies them now, the step scaled by the push's
-  // share of the global batch and divided by its staleness when staleness_aware_lr is set. In ssp, a push
+  // share of the global batch, the gradient divided by its staleness (before it enters the
+  // optimizer's state) when staleness_aware_lr is set. In ssp, a push
   // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
   // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
   // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not

@@ -1,5 +1,5 @@
 // Shard on its own in async and ssp mode: the staleness of each push (its record, and the
-// staleness-aware learning rate that divides the step by it), when an ssp pull may be answered,
+// staleness-aware rate that divides the gradient by it), when an ssp pull may be answered,
 // and how idle trainers and membership changes release waiting pulls.
 #include <catch2/catch.hpp>
 
@@ -70,6 +70,45 @@ CATCH_TEST_CASE("The staleness-aware rate divides each step by the push's stalen
       CATCH_CHECK(stats.staleness_max == 3);
     }
   }
+}
+
+CATCH_TEST_CASE("With momentum, the staleness-aware rate divides the stale gradient, not the buffer",
+                "[ps][shard][staleness]") {
+  const ShardMap map = TestMap();
+  constexpr float kMomentum = 0.9f;
+  auto shard = MakeShard(map, ConsistencyMode::kAsync, [](Shard::Options& o) {
+    o.staleness_aware_lr = true;
+    o.optimizer.momentum = kMomentum;
+  });
+  shard->SetLiveTrainers({0, 1});
+  Floats expected = Ramp(1, 0.5f);
+  CATCH_REQUIRE(InitBoth(*shard, expected).ok());
+  const Floats fresh = Ramp(0.25f, -0.125f);
+  const Floats stale = Ramp(-0.5f, 0.75f);
+  // Trainer 0 steps three times on current weights; trainer 1 then pushes a gradient computed on
+  // version 0 (staleness 3), and trainer 0 steps once more on current weights. The buffer takes
+  // the stale gradient at a third of its weight, and every step moves by the full rate: a stale
+  // push does not shrink the fresh gradients the buffer holds, nor does its own gradient reach
+  // later steps at full weight.
+  Floats buffer(fresh.size(), 0.0f);
+  auto step = [&](const Floats& grad, float weight, bool first) {
+    for (size_t i = 0; i < buffer.size(); ++i) {
+      buffer[i] = first ? weight * grad[i] : kMomentum * buffer[i] + weight * grad[i];
+      expected[i] = expected[i] - kLr * buffer[i];
+    }
+  };
+  for (uint64_t clock = 0; clock < 3; ++clock) {
+    CATCH_REQUIRE(PushAt(*shard, 0, clock, shard->stats().version, fresh).ok());
+    step(fresh, 1.0f, clock == 0);
+  }
+  CATCH_REQUIRE(PushAt(*shard, 1, 0, 0, stale).ok());
+  step(stale, 1.0f / 3, false);
+  CATCH_CHECK(WeightsOf(*shard, 0) == expected);
+  CATCH_REQUIRE(PushAt(*shard, 0, 3, shard->stats().version, fresh).ok());
+  step(fresh, 1.0f, false);
+  CATCH_CHECK(WeightsOf(*shard, 0) == expected);
+  CATCH_CHECK(WeightsOf(*shard, 2) == expected);
+  CATCH_CHECK(shard->stats().staleness_max == 3);
 }
 
 CATCH_TEST_CASE("An async push steps by its share of the global batch", "[ps][shard][staleness]") {
