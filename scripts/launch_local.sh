@@ -98,14 +98,7 @@ for from in "${data_from[@]}"; do
   [[ $from == local || $from == scheduler ]] ||
     { echo "launch_local.sh: --data-from takes local or scheduler, not '$from'" >&2; exit 2; }
 done
-job_serves_data() {  # the resolved job's data.serve
-  awk '/^data:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "serve:" {print $2}' <<<"$resolved"
-}
-if [[ " ${data_from[*]} " == *" scheduler "* && $(job_serves_data) != true ]]; then
-  echo "launch_local.sh: --data-from scheduler needs a job that serves its data; add 'data: {serve: true}'" \
-       "to the job file" >&2
-  exit 2
-fi
+if [[ " ${data_from[*]} " == *" scheduler "* ]]; then need_served_data "--data-from scheduler"; fi
 settle_job
 echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
 make_keys

@@ -105,6 +105,17 @@ check_job() {
   trainers=$(awk '$1 == "trainers:" {print $2}' <<<"$resolved")
 }
 
+job_serves_data() {  # the resolved job's data.serve
+  awk '/^data:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "serve:" {print $2}' <<<"$resolved"
+}
+# After check_job: exits 2 unless the job serves its data to trainers without it, saying that
+# WHO (e.g. `--data-from scheduler`) needs it.
+need_served_data() {  # WHO
+  [[ $(job_serves_data) == true ]] && return 0
+  echo "$tool: $1 needs a job that serves its data; add 'data: {serve: true}' to the job file" >&2
+  exit 2
+}
+
 job_checkpoint_dir() {  # the checkpoint directory of the resolved job, or nothing
   awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved"
 }
