@@ -10,13 +10,17 @@
 #   gpu-box    role=trainer slots=1 device=cuda threads=8
 #   gpu-box    role=server
 #   mac.local  role=trainer device=mps addr=192.168.1.20 bin=/Users/me/hetps/build/bin data=/Users/me/fmnist
+#   laptop     role=trainer data=scheduler
 #   localhost  role=server
 # HOST is what ssh is given (user@host, or a Host of the ssh config); localhost and 127.0.0.1 run
 # here without ssh. Keys: role (server or trainer; required), slots (processes of that role there,
 # default 1), device (trainers: auto, cpu, cuda, cuda:N or mps; default --device), threads
 # (trainers; default --threads), addr (the address the other machines reach it at; default HOST),
-# bin (the binaries' directory there; default this build's), data (the Fashion-MNIST directory
-# there; default --data-dir). The hostfile decides how many servers and trainers the job has.
+# bin (the binaries' directory there; default this build's), data (trainers: the Fashion-MNIST
+# directory there, or `scheduler` for a host without the data, whose trainers receive it from the
+# scheduler with hetps-trainer --data-from-scheduler and keep it in that host's
+# ~/.cache/hetps/data; the job then needs data: {serve: true}; default --data-from and
+# --data-dir). The hostfile decides how many servers and trainers the job has.
 #
 # Host options:
 #   --hostfile FILE            the hosts (required)
@@ -27,6 +31,8 @@
 #   --server-port PORT         the first server port of a machine; its next servers take the next
 #                              ports (default 7500; * lets each pick a free one)
 #   --device DEV               trainers without device= (default cpu)
+#   --data-from local|scheduler  trainers without data=: local reads the files under --data-dir,
+#                              scheduler is data=scheduler (default local)
 # Job options (override the job file, as in scripts/launch_local.sh): --config FILE
 #   --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false  --balance none|speed
 #   --async-batch share|whole  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
@@ -54,6 +60,7 @@ ssh_config=""
 scheduler_address=""
 scheduler_port=7400
 server_port=7500
+data_from=local
 
 port_value() {  # FLAG VALUE: exits 2 unless VALUE is a port or *
   [[ $2 == '*' || ($2 =~ ^[0-9]+$ && $2 -ge 1 && $2 -le 65535) ]] ||
@@ -70,6 +77,11 @@ while (($#)); do
     --scheduler-port) need_value "$@"; port_value "$@"; scheduler_port=$2; shift 2 ;;
     --server-port) need_value "$@"; port_value "$@"; server_port=$2; shift 2 ;;
     --device) need_value "$@"; device=$2; shift 2 ;;
+    --data-from)
+      need_value "$@"
+      [[ $2 == local || $2 == scheduler ]] ||
+        { echo "$tool: --data-from takes local or scheduler, not '$2' (per host: data= in the hostfile)" >&2; exit 2; }
+      data_from=$2; shift 2 ;;
     --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "$tool: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -101,12 +113,15 @@ fi
 bin="$(cd "$build_dir" && pwd)/bin"
 require_binaries
 check_job
+check_served_data "$hostfile"
 run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)-hosts}
 settle_job
 check_hosts
 cp "$hostfile" "$run_dir/hostfile"
 for ((e = 0; e < ${#e_host[@]}; e++)); do
-  echo "$tool: ${e_host[e]}: ${e_slots[e]} ${e_role[e]}$( ((e_slots[e] > 1)) && echo s), reached at ${e_addr[e]}"
+  served=""
+  [[ ${e_role[e]} == trainer ]] && host_data_served "$e" && served=", data from the scheduler"
+  echo "$tool: ${e_host[e]}: ${e_slots[e]} ${e_role[e]}$( ((e_slots[e] > 1)) && echo s), reached at ${e_addr[e]}$served"
 done
 echo "$tool: ${#server_entry[@]} servers, ${#trainer_entry[@]} trainers; logs in $run_dir"
 make_keys
@@ -161,10 +176,11 @@ start_server() {  # start_server I
 }
 for ((i = 0; i < ${#server_entry[@]}; i++)); do start_server "$i"; done
 start_trainer() {  # start_trainer I
-  local e=${trainer_entry[$1]}
+  local e=${trainer_entry[$1]} data
+  if host_data_served "$e"; then data=(--data-from-scheduler); else data=(--data-dir "$(host_data "$e")"); fi
   # shellcheck disable=SC2046
   start "trainer-$1" "$run_dir/trainer-$1.log" on_host "$e" "$(host_bin "$e")/hetps-trainer" \
-    --scheduler "$endpoint" --device "${e_device[e]:-$device}" --data-dir "$(host_data "$e")" \
+    --scheduler "$endpoint" --device "${e_device[e]:-$device}" "${data[@]}" \
     --threads "${e_threads[e]:-$threads}" ${trainer_flags[@]+"${trainer_flags[@]}"} \
     $(member_curve_flags "$e" "trainer-$1")
 }

@@ -4,6 +4,7 @@
 # `tool`, and keeps the hosts in the e_* arrays below.
 
 # One entry per hostfile line, in file order.
+e_line=()     # its line number in the hostfile
 e_host=()     # what ssh is given (user@host, or a Host of the ssh config); localhost runs here
 e_role=()     # server or trainer
 e_slots=()    # processes of that role on the host
@@ -11,7 +12,8 @@ e_device=()   # trainers: the device, or empty for the launcher's --device
 e_threads=()  # trainers: compute threads, or empty for the launcher's --threads
 e_addr=()     # the address the other hosts reach it at (empty: decided by resolve_addresses)
 e_bin=()      # where the binaries are on the host (empty: the launcher's build)
-e_data=()     # where the data is on the host (empty: the launcher's --data-dir)
+e_data=()     # trainers: the data's directory on the host, `scheduler` (none there: the
+              # scheduler serves it), or empty for the launcher's --data-from and --data-dir
 e_local=()    # 1: localhost, run without ssh
 
 hostfile_error() {  # FILE LINE MESSAGE
@@ -65,7 +67,10 @@ parse_hostfile() {  # FILE
     if [[ $role == server && -n $device$threads ]]; then
       hostfile_error "$file" "$number" "device= and threads= are for trainers, and $host's role is server"
     fi
-    e_host+=("$host") e_role+=("$role") e_slots+=("$slots") e_device+=("$device")
+    if [[ $role == server && $data == scheduler ]]; then
+      hostfile_error "$file" "$number" "data=scheduler is for trainers (servers hold no data), and $host's role is server"
+    fi
+    e_line+=("$number") e_host+=("$host") e_role+=("$role") e_slots+=("$slots") e_device+=("$device")
     e_threads+=("$threads") e_addr+=("$addr") e_bin+=("$bin_dir") e_data+=("$data")
     if [[ $host == localhost || $host == 127.0.0.1 ]]; then e_local+=(1); else e_local+=(0); fi
   done < "$file"
@@ -133,7 +138,26 @@ on_host() {  # E PROGRAM ARGS...
 }
 
 host_bin() { echo "${e_bin[$1]:-$bin}"; }      # E: where entry E's binaries are
-host_data() { echo "${e_data[$1]:-$data_dir}"; } # E: where entry E's data is
+host_data() { echo "${e_data[$1]:-$data_dir}"; } # E: where entry E's data is, unless served
+# E: whether entry E's trainers take their data from the scheduler (data=scheduler, or no data=
+# and the launcher's --data-from scheduler).
+host_data_served() {
+  [[ ${e_data[$1]} == scheduler || (-z ${e_data[$1]} && $data_from == scheduler) ]]
+}
+
+# After check_job: exits 2, naming the first line of the hostfile FILE concerned, when a trainer
+# host is to take its data from the scheduler and the job does not serve it.
+check_served_data() {  # FILE
+  local e
+  for ((e = 0; e < ${#e_host[@]}; e++)); do
+    if [[ ${e_role[e]} != trainer ]] || ! host_data_served "$e"; then continue; fi
+    if [[ -n ${e_data[e]} ]]; then
+      need_served_data "$1:${e_line[e]}: data=scheduler (${e_host[e]})"
+    else
+      need_served_data "--data-from scheduler, for $1:${e_line[e]} (${e_host[e]}, no data=),"
+    fi
+  done
+}
 
 # Before anything starts: every host answers over ssh and has what its role needs.
 check_hosts() {
@@ -141,7 +165,7 @@ check_hosts() {
   for ((e = 0; e < ${#e_host[@]}; e++)); do
     program="$(host_bin "$e")/hetps-${e_role[e]}"
     need="test -x $(printf %q "$program") || { echo 'no executable $program'; exit 1; }"
-    if [[ ${e_role[e]} == trainer ]]; then
+    if [[ ${e_role[e]} == trainer ]] && ! host_data_served "$e"; then
       need+="; test -r $(printf %q "$(host_data "$e")/train-images-idx3-ubyte.gz") ||"
       need+=" { echo 'no Fashion-MNIST in $(host_data "$e") (data= or --data-dir)'; exit 1; }"
     fi
