@@ -2,10 +2,12 @@
 # scripts/launch_hosts.sh end to end over real ssh: the test starts its own sshd on 127.0.0.1 (a
 # free port, a throw-away host key and user key in a temporary directory) and two ssh host names
 # for it, and launches from a hostfile with a server and two trainers on those "hosts" and a
-# server on localhost. The job trains to completion, with CURVE; a trainer killed on its host makes the
-# launcher name it and stop everything; SIGINT stops everything, here and on the hosts; the
-# launcher killed with SIGKILL still stops the members on the hosts; a bad hostfile is refused
-# naming the file and line.
+# server on localhost. The job trains to completion, with CURVE; a trainer on a host with
+# data=scheduler trains on data the scheduler serves, beside one reading the files; a trainer
+# killed on its host makes the launcher name it and stop everything; SIGINT stops everything, here
+# and on the hosts; the launcher killed with SIGKILL still stops the members on the hosts; a bad
+# hostfile, data=scheduler on a server, and data from the scheduler for a job that does not serve
+# it are refused before anything starts, naming the file and line.
 #   launch_hosts_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -49,6 +51,7 @@ PermitRootLogin prohibit-password
 UsePAM no
 StrictModes no
 LogLevel VERBOSE
+AcceptEnv XDG_CACHE_HOME
 EOF
 mkdir -p /run/sshd  # sshd's privilege separation directory
 "$sshd" -D -e -f "$work/sshd_config" 2> "$work/sshd.log" &
@@ -62,6 +65,8 @@ Host hetps-test-a hetps-test-b
   IdentitiesOnly yes
   UserKnownHostsFile $work/known_hosts
   StrictHostKeyChecking yes
+  # Data served to a trainer on these hosts is cached here, not in the user's ~/.cache.
+  SetEnv XDG_CACHE_HOME=$work/cache
 EOF
 echo "[127.0.0.1]:$port $(cat "$work/host_key.pub")" > "$work/known_hosts"
 for _ in $(seq 50); do
@@ -78,15 +83,21 @@ hetps-test-a  role=server  addr=127.0.0.1
 hetps-test-b  role=trainer slots=2 device=cpu addr=127.0.0.1   # two trainers
 localhost     role=server
 EOF
+cat > "$work/served.txt" <<'EOF'
+hetps-test-a  role=server  addr=127.0.0.1
+hetps-test-b  role=trainer addr=127.0.0.1 data=scheduler   # no copy of the data
+localhost     role=trainer
+EOF
+{ cat "$root/configs/fashion_mnist.yaml"; echo "data: {serve: true}"; } > "$work/served.yaml"
 
 # Job control gives the tool a process group of its own and SIGINT its default action, as when
 # it runs in a terminal.
 set -m
-run_tool() {  # NAME FLAGS...: runs the tool in the background; sets tool_pid
+run_tool() {  # NAME FLAGS...: runs the tool in the background, with the job file $config; sets tool_pid
   local name=$1
   shift
   "$root/scripts/launch_hosts.sh" --no-build --build-dir "$build" --ssh-config "$work/ssh_config" \
-    --config "$root/configs/fashion_mnist.yaml" --model mlp --progress plain --scheduler-port '*' \
+    --config "${config:-$root/configs/fashion_mnist.yaml}" --model mlp --progress plain --scheduler-port '*' \
     --server-port '*' --run-dir "$work/$name" "$@" > "$work/$name.out" 2>&1 &
   tool_pid=$!
 }
@@ -121,6 +132,25 @@ wait_tool
 grep -q "$work/bad.txt:2: slots 'two' is not a positive number" "$work/bad.out" ||
   fail "a bad hostfile: the error does not name the line: $(cat "$work/bad.out")"
 echo "ok: a bad hostfile: $(cat "$work/bad.out")"
+refused() {  # NAME MESSAGE FLAGS...: the launch exits 2 with MESSAGE, before any ssh session
+  local name=$1 message=$2 accepted_before
+  shift 2
+  accepted_before=$(grep -c 'Accepted publickey' "$work/sshd.log" || true)
+  # (A small job, should the launcher start it after all.)
+  run_tool "$name" --epochs 1 --max-train-samples 600 --no-checkpoints "$@"
+  wait_tool
+  [[ $code == 2 ]] || fail "$name: exit $code, expected 2"
+  grep -qF -- "$message" "$work/$name.out" || fail "$name: not the expected error: $(cat "$work/$name.out")"
+  (($(grep -c 'Accepted publickey' "$work/sshd.log") == accepted_before)) || fail "$name: ssh sessions were opened"
+  echo "ok: $name refused: $(cat "$work/$name.out")"
+}
+printf 'hetps-test-a role=server data=scheduler\nhetps-test-b role=trainer\n' > "$work/served-server.txt"
+refused served-server "$work/served-server.txt:1: data=scheduler is for trainers (servers hold no data)" \
+  --hostfile "$work/served-server.txt"
+refused unserved "$work/served.txt:2: data=scheduler (hetps-test-b) needs a job that serves its data; add 'data: {serve: true}'" \
+  --hostfile "$work/served.txt"
+refused unserved-flag "--data-from scheduler, for $work/hosts.txt:3 (hetps-test-b, no data=), needs a job that serves its data; add 'data: {serve: true}'" \
+  --hostfile "$work/hosts.txt" --data-from scheduler
 
 # The job: two servers and two trainers, three of the four over ssh, with CURVE (the keys are
 # made here and sent to the hosts).
@@ -147,6 +177,30 @@ grep -q "^launch_hosts.sh: status page on http://127.0.0.1:[0-9]*/" "$work/job.o
   fail "launch_hosts.sh printed no status page URL on 127.0.0.1"
 echo "ok: $(grep -o "status page on http://[0-9.:]*/" "$work/job.out")"
 nothing_left job
+
+# A host without the data: its trainer (trainer-0, over ssh) receives it from the scheduler; the
+# trainer here reads the files.
+config=$work/served.yaml run_tool served --hostfile "$work/served.txt" --mode sync --epochs 1 \
+  --max-train-samples 6000 --lr 0.02 --momentum 0.9 --summary "$work/served.json" --no-checkpoints
+wait_tool
+[[ $code == 0 ]] || fail "served: exit $code"
+/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/served.json" sync 1 2 0.60 6000 ||
+  fail "served: the summary fell short"
+grep -q "hetps-test-b: 1 trainer, reached at 127.0.0.1, data from the scheduler" "$work/served.out" ||
+  fail "served: the launcher does not say hetps-test-b's data comes from the scheduler"
+grep -q "takes its data from the scheduler" "$work/served/trainer-0.log" ||
+  fail "served: trainer-0 (data=scheduler) did not train on served data"
+grep -q "takes its data from the scheduler" "$work/served/trainer-1.log" &&
+  fail "served: trainer-1 took served data beside its files"
+summary_field() {  # FILE EXPRESSION: a field of a run summary `s`
+  /usr/bin/python3 -c "import json, sys; s = json.load(open(sys.argv[1])); print($2)" "$1"
+}
+requests=$(summary_field "$work/served.json" "s['served_data']['requests']")
+((requests > 0)) || fail "served: the scheduler answered no data request"
+[[ -n $(find "$work/cache" -name '*.piece' 2>/dev/null) ]] || fail "served: trainer-0 cached nothing under $work/cache"
+echo "ok: a trainer on data=scheduler trained on served data ($requests requests answered) to" \
+  "$(summary_field "$work/served.json" "s['final_test_accuracy']") in $(summary_field "$work/served.json" "s['wall_seconds']") s"
+nothing_left served
 
 # A trainer killed on its host: the launcher names it, stops the rest and exits 1.
 run_tool killed --hostfile "$work/hosts.txt" --mode sync --epochs 50 --max-train-samples 6000 \
