@@ -26,6 +26,13 @@ Status Refusal(const Message& error, const std::string& what) {
   return Status::FailedPrecondition(message);
 }
 
+// The receipt token of a reply the scheduler served, 0 for any other message.
+uint64_t ServedToken(const Message& message) {
+  if (message.kind() == wire::Body::DataSamples) return message.body<wire::DataSamples>()->token();
+  if (message.kind() == wire::Body::ModelFilePiece) return message.body<wire::ModelFilePiece>()->token();
+  return 0;
+}
+
 // The loop thread wakes at least this often, whatever the heartbeat interval.
 constexpr auto kLoopTick = std::chrono::milliseconds(100);
 
@@ -191,6 +198,11 @@ std::optional<Message> ControlChannel::TakeMatching(const std::function<bool(con
     return found;
   }
   return std::nullopt;
+}
+
+uint64_t ControlChannel::served_receipt() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return served_receipt_;
 }
 
 Status ControlChannel::Check() const {
@@ -364,6 +376,8 @@ void ControlChannel::Accept(Message message) {
     if (message.kind() == wire::Body::Pause) {
       paused_ = std::max(paused_, message.body<wire::Pause>()->generation());
     }
+    const uint64_t token = ServedToken(message);
+    if (token != 0) served_receipt_ = token;
     was_empty = inbox_.empty();
     inbox_.push_back(std::move(message));
   }

@@ -105,6 +105,12 @@ class ControlChannel {
   uint32_t paused() const;
   void ClearPause();
 
+  // The token of the newest reply the scheduler served (DataSamples, ModelFilePiece) that this
+  // channel has received, 0 before the first: the receipt of a trainer's next DataRequest or
+  // ModelFileRequest, which tells the scheduler that it and every reply before it have left the
+  // scheduler's send queue (docs/protocol.md, "Served data").
+  uint64_t served_receipt() const;
+
   // Builds the heartbeats this member sends (servers add their counters). Runs on the loop
   // thread, so it must only read what is safe to read from there. Default: an empty Heartbeat.
   void set_heartbeat_builder(std::function<zmq::message_t(Sender&)> builder);
@@ -138,6 +144,7 @@ class ControlChannel {
   std::deque<Message> inbox_;
   std::optional<ShutdownNotice> shutdown_;
   uint32_t paused_ = 0;
+  uint64_t served_receipt_ = 0;
   Status failure_;
   std::function<zmq::message_t(Sender&)> heartbeat_builder_;
   bool joined_ = false;  // heartbeats and the silence check start with it

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -102,6 +103,9 @@ struct Member {
   bool done = false;          // trainer: all epochs trained
   bool said_goodbye = false;
   uint32_t batch_size = 0;  // trainer: the batch per step it was last given
+  // Trainer: the tokens of the served replies sent to it that no receipt has acknowledged yet,
+  // oldest first (Scheduler::RefuseUnread).
+  std::deque<uint64_t> unread_served;
   TrainerProgress progress;
   ServerCounters counters;
 

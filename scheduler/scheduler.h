@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 
@@ -77,6 +78,12 @@ struct SchedulerOptions {
 // when the job's max_message_bytes is smaller, so that a piece in its envelope stays within it.
 uint64_t ModelPieceBytes(uint64_t max_message_bytes);
 
+// The most served replies a trainer may leave unacknowledged (Scheduler::RefuseUnread): with
+// kMaxServedReplyBytes each, 16 MiB of the scheduler's memory per trainer at most. A trainer that
+// reads asks again only after the answer, so it has at most one outstanding, or a few after
+// requests that timed out.
+inline constexpr size_t kMaxUnreadServedReplies = 4;
+
 class Scheduler {
  public:
   Scheduler(zmq::context_t& context, SchedulerOptions options);
@@ -112,6 +119,13 @@ class Scheduler {
   void HandleModelFileRequest(Member& member, const Message& message);
   // The served data's identity (DataLayout.checksum), computed once at Start().
   void ComputeServedChecksum();
+  // Served replies are up to 4 MiB for a request of a few bytes, so a trainer that asks and never
+  // reads could fill the scheduler's memory: `receipt` (a request's) acknowledges the served reply
+  // it names and every one sent before it; while kMaxUnreadServedReplies others are outstanding,
+  // `message` is refused (and counted) and true returned.
+  bool RefuseUnread(Member& member, uint64_t receipt, const Message& message);
+  // The token of a reply about to be served to `member`, outstanding from now on: random, never 0.
+  uint64_t NewServedToken(Member& member);
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -311,6 +325,7 @@ class Scheduler {
   uint64_t served_requests_ = 0;                    // data requests answered (data.serve)
   uint64_t served_bytes_ = 0;                       // feature and target bytes sent in them
   uint64_t model_files_sent_ = 0;                   // last pieces of the model file sent (ModelFileRequest)
+  std::random_device served_random_;                // served replies' tokens
   std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
   std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;

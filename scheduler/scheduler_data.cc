@@ -61,6 +61,28 @@ flatbuffers::Offset<wire::DataLayout> Scheduler::ServedLayout(flatbuffers::FlatB
       ServedReplyBytes(per_sample), served_checksum_.empty() ? nullptr : served_checksum_.c_str());
 }
 
+bool Scheduler::RefuseUnread(Member& member, uint64_t receipt, const Message& message) {
+  std::deque<uint64_t>& unread = member.unread_served;
+  // Replies reach a trainer in the order sent, so the one it names arrived after every earlier one
+  // (or they were lost with a connection): none of them is queued here any more. A receipt that
+  // names no outstanding reply acknowledges nothing.
+  auto named = std::find(unread.begin(), unread.end(), receipt);
+  if (receipt != 0 && named != unread.end()) unread.erase(unread.begin(), named + 1);
+  if (unread.size() < kMaxUnreadServedReplies) return false;
+  Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
+         std::to_string(unread.size()) +
+             " served replies sent to this trainer are still unacknowledged; a request's receipt must "
+             "name the newest it has received before the scheduler serves more");
+  return true;
+}
+
+uint64_t Scheduler::NewServedToken(Member& member) {
+  uint64_t token = 0;
+  while (token == 0) token = (uint64_t{served_random_()} << 32) | served_random_();
+  member.unread_served.push_back(token);
+  return token;
+}
+
 void Scheduler::HandleDataRequest(Member& member, const Message& message) {
   const auto* request = message.body<wire::DataRequest>();
   if (!job_.data.serve || !options_.train_data || !options_.test_data) {
@@ -75,6 +97,7 @@ void Scheduler::HandleDataRequest(Member& member, const Message& message) {
   if (!train && request->split() != wire::DataSplit::Test) {
     return Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid, "no such data split");
   }
+  if (RefuseUnread(member, request->receipt(), message)) return;
   const HostDataset& data = train ? *options_.train_data : *options_.test_data;
   const size_t sample_bytes = data.sample_bytes();
   const size_t target_bytes = data.target_bytes();
@@ -116,7 +139,7 @@ void Scheduler::HandleDataRequest(Member& member, const Message& message) {
   }
   auto samples = fbb.CreateVector(request->samples()->data(), count);
   auto body = wire::CreateDataSamples(fbb, request->split(), samples, features_vector, targets_vector,
-                                      static_cast<uint32_t>(crc));
+                                      static_cast<uint32_t>(crc), NewServedToken(member));
   ++served_requests_;
   served_bytes_ += count * (sample_bytes + target_bytes);
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::DataSamples, body.Union()));
@@ -147,6 +170,7 @@ void Scheduler::HandleModelFileRequest(Member& member, const Message& message) {
                       " are beyond the end of the model file " + job_.model_file + " (" +
                       std::to_string(size) + " bytes)");
   }
+  if (RefuseUnread(member, request->receipt(), message)) return;
   flatbuffers::FlatBufferBuilder fbb(length + 1024);
   uint8_t* bytes = nullptr;
   auto bytes_vector = fbb.CreateUninitializedVector(length, &bytes);
@@ -159,7 +183,7 @@ void Scheduler::HandleModelFileRequest(Member& member, const Message& message) {
     HETPS_LOG(WARNING) << "corrupting the model file piece served to " << member.Describe()
                        << " (fault injection)";
   }
-  auto body = wire::CreateModelFilePiece(fbb, offset, bytes_vector, crc);
+  auto body = wire::CreateModelFilePiece(fbb, offset, bytes_vector, crc, NewServedToken(member));
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ModelFilePiece, body.Union()));
   // Said for the first trainers, then sparsely: a trainer asking for the same piece in a loop
   // cannot fill the log.

@@ -151,7 +151,7 @@ Status DataFetcher::Fetch(DatasetSplit split, const std::vector<uint64_t>& indic
   const size_t target_bytes = data.target_bytes();
   for (int attempt = 1;; ++attempt) {
     flatbuffers::FlatBufferBuilder fbb(64 + 8 * indices.size());
-    auto body = wire::CreateDataRequestDirect(fbb, wire_split, &indices);
+    auto body = wire::CreateDataRequestDirect(fbb, wire_split, &indices, control_->served_receipt());
     auto reply = control_->Request(sender_->Seal(fbb, wire::Body::DataRequest, body.Union()),
                                    wire::Body::DataSamples, request_timeout_);
     if (!reply.ok()) return reply.status().WithContext("asking the scheduler for data");

@@ -98,7 +98,7 @@ Result<uint32_t> ModelFetcher::Download(const AnnouncedModelFile& file, Writable
     const uint64_t length = std::min(file.piece_bytes, file.bytes - offset);
     for (int attempt = 1;; ++attempt) {
       flatbuffers::FlatBufferBuilder fbb(64);
-      auto body = wire::CreateModelFileRequest(fbb, offset, length);
+      auto body = wire::CreateModelFileRequest(fbb, offset, length, control_->served_receipt());
       auto reply = control_->Request(sender_->Seal(fbb, wire::Body::ModelFileRequest, body.Union()),
                                      wire::Body::ModelFilePiece, options_.request_timeout);
       if (!reply.ok()) return reply.status().WithContext("fetching " + Describe(file));

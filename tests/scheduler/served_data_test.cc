@@ -1,12 +1,16 @@
 // The scheduler's side of served data, through real sockets on 127.0.0.1: a trainer that joined
 // receives the samples it names with a CRC-32 of their bytes; a request beyond the split, for
-// too many samples or for none is refused with a reason and counted.
+// too many samples or for none is refused with a reason and counted; so is one from a trainer
+// that leaves 4 replies unacknowledged, while the others are served.
 #include <zlib.h>
 
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "common/control_channel.h"
@@ -32,44 +36,74 @@ std::shared_ptr<HostDataset> SmallSplit(int64_t samples, int64_t width) {
   return data;
 }
 
+// Asks for `samples` with `receipt`, by default the newest served reply received, as a trainer does.
 Result<Message> Ask(ControlChannel& control, Sender& sender, wire::DataSplit split,
-                    const std::vector<uint64_t>& samples) {
+                    const std::vector<uint64_t>& samples, std::optional<uint64_t> receipt = std::nullopt) {
   flatbuffers::FlatBufferBuilder fbb(64 + 8 * samples.size());
-  auto body = wire::CreateDataRequestDirect(fbb, split, &samples);
+  auto body = wire::CreateDataRequestDirect(fbb, split, &samples, receipt.value_or(control.served_receipt()));
   return control.Request(sender.Seal(fbb, wire::Body::DataRequest, body.Union()), wire::Body::DataSamples,
                          seconds(5));
+}
+
+// A scheduler serving SmallSplit data, its loop on a thread of its own.
+class ServingScheduler {
+ public:
+  ServingScheduler(uint32_t trainers, int64_t width) {
+    JobOptions job;
+    job.listen = "tcp://127.0.0.1:*";
+    job.trainers = trainers;
+    job.data.serve = true;
+    options_.job = job;
+    options_.progress_out = nullptr;
+    options_.train_data = SmallSplit(50, width);
+    options_.test_data = SmallSplit(7, width);
+    options_.stop = &stop_;
+    scheduler_ = std::make_unique<Scheduler>(context_, options_);
+  }
+  ~ServingScheduler() {
+    stop_ = true;
+    if (loop_.joinable()) loop_.join();
+  }
+  Status Start() {
+    HETPS_RETURN_IF_ERROR(scheduler_->Start());
+    loop_ = std::thread([this] { (void)scheduler_->Run(); });
+    return Status::Ok();
+  }
+  Scheduler& scheduler() { return *scheduler_; }
+  zmq::context_t& context() { return context_; }
+  const SchedulerOptions& options() const { return options_; }
+
+ private:
+  SchedulerOptions options_;
+  std::atomic<bool> stop_{false};
+  zmq::context_t context_{1};
+  std::unique_ptr<Scheduler> scheduler_;
+  std::thread loop_;
+};
+
+Result<Message> JoinAsTrainer(ControlChannel& control) {
+  ControlChannel::JoinInfo info;
+  info.role = wire::Role::Trainer;
+  info.device = "cpu";
+  return control.Join(info);
 }
 
 }  // namespace
 
 CATCH_TEST_CASE("The scheduler serves the samples a trainer names, and refuses and counts bad requests",
                 "[scheduler][data]") {
-  JobOptions job;
-  job.listen = "tcp://127.0.0.1:*";
-  job.trainers = 1;
-  job.data.serve = true;
-  SchedulerOptions options;
-  options.job = job;
-  options.progress_out = nullptr;
   const int64_t width = 100000;  // 42 samples fill a 4 MiB reply
-  options.train_data = SmallSplit(50, width);
-  options.test_data = SmallSplit(7, width);
-  std::atomic<bool> stop{false};
-  options.stop = &stop;
-  zmq::context_t context(1);
-  Scheduler scheduler(context, options);
-  CATCH_REQUIRE(scheduler.Start().ok());
-  std::thread loop([&] { (void)scheduler.Run(); });
+  ServingScheduler serving(1, width);
+  CATCH_REQUIRE(serving.Start().ok());
+  Scheduler& scheduler = serving.scheduler();
+  const SchedulerOptions& options = serving.options();
 
   Sender sender(wire::Role::Trainer);
   ControlChannel::Options control_options;
   control_options.scheduler = scheduler.endpoint();
   {
-    ControlChannel control(context, control_options, &sender);
-    ControlChannel::JoinInfo info;
-    info.role = wire::Role::Trainer;
-    info.device = "cpu";
-    auto accepted = control.Join(info);
+    ControlChannel control(serving.context(), control_options, &sender);
+    auto accepted = JoinAsTrainer(control);
     CATCH_REQUIRE(accepted.ok());
     const wire::DataLayout* layout = accepted->body<wire::JoinAccepted>()->job()->served();
     CATCH_REQUIRE(layout != nullptr);
@@ -110,8 +144,51 @@ CATCH_TEST_CASE("The scheduler serves the samples a trainer names, and refuses a
   const RefusalTally refusals = scheduler.refusals();
   CATCH_CHECK(refusals.of(Refusal::Invalid) == 1);
   CATCH_CHECK(refusals.of(Refusal::OverLimit) == 2);
-  stop = true;
-  loop.join();
+}
+
+CATCH_TEST_CASE("A trainer with 4 served replies unacknowledged is refused; the others are served",
+                "[scheduler][data]") {
+  ServingScheduler serving(2, 1000);
+  CATCH_REQUIRE(serving.Start().ok());
+  Scheduler& scheduler = serving.scheduler();
+  Sender greedy_sender(wire::Role::Trainer);
+  Sender honest_sender(wire::Role::Trainer);
+  ControlChannel::Options control_options;
+  control_options.scheduler = scheduler.endpoint();
+  ControlChannel greedy(serving.context(), control_options, &greedy_sender);
+  ControlChannel honest(serving.context(), control_options, &honest_sender);
+  CATCH_REQUIRE(JoinAsTrainer(greedy).ok());
+  CATCH_REQUIRE(JoinAsTrainer(honest).ok());
+
+  // As a trainer that never reads its socket looks to the scheduler: no receipt, ever.
+  std::vector<uint64_t> tokens;
+  for (uint64_t i = 0; i < kMaxUnreadServedReplies; ++i) {
+    auto reply = Ask(greedy, greedy_sender, wire::DataSplit::Train, {i}, 0);
+    CATCH_REQUIRE(reply.ok());
+    tokens.push_back(reply->body<wire::DataSamples>()->token());
+    CATCH_CHECK(tokens.back() != 0);
+  }
+  CATCH_CHECK(std::set<uint64_t>(tokens.begin(), tokens.end()).size() == tokens.size());
+  for (int i = 0; i < 20; ++i) {
+    auto refused = Ask(greedy, greedy_sender, wire::DataSplit::Train, {1}, 0);
+    CATCH_REQUIRE_FALSE(refused.ok());
+    CATCH_INFO(refused.status().message());
+    CATCH_CHECK(refused.status().message().find(
+                    "4 served replies sent to this trainer are still unacknowledged") != std::string::npos);
+    // A receipt no reply carried acknowledges nothing.
+    CATCH_CHECK_FALSE(Ask(greedy, greedy_sender, wire::DataSplit::Test, {1}, tokens.back() + 1).ok());
+  }
+  // Meanwhile another trainer is served, acknowledging as it goes, far beyond 4 replies.
+  for (uint64_t i = 0; i < 3 * kMaxUnreadServedReplies; ++i) {
+    CATCH_REQUIRE(Ask(honest, honest_sender, wire::DataSplit::Train, {i % 50}).ok());
+  }
+  // Naming the second reply acknowledges it and the first: two more may be outstanding.
+  CATCH_CHECK(Ask(greedy, greedy_sender, wire::DataSplit::Test, {2}, tokens[1]).ok());
+  CATCH_CHECK(Ask(greedy, greedy_sender, wire::DataSplit::Test, {3}, 0).ok());
+  CATCH_CHECK_FALSE(Ask(greedy, greedy_sender, wire::DataSplit::Test, {4}, 0).ok());
+  // Naming the newest received acknowledges them all.
+  CATCH_CHECK(Ask(greedy, greedy_sender, wire::DataSplit::Test, {5}, greedy.served_receipt()).ok());
+  CATCH_CHECK(scheduler.refusals().of(Refusal::OverLimit) == 41);
 }
 
 }  // namespace hetps

@@ -36,7 +36,7 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 
 Result<Message> AskPiece(ControlChannel& control, Sender& sender, uint64_t offset, uint64_t length) {
   flatbuffers::FlatBufferBuilder fbb(64);
-  auto body = wire::CreateModelFileRequest(fbb, offset, length);
+  auto body = wire::CreateModelFileRequest(fbb, offset, length, control.served_receipt());
   return control.Request(sender.Seal(fbb, wire::Body::ModelFileRequest, body.Union()),
                          wire::Body::ModelFilePiece, seconds(5));
 }
