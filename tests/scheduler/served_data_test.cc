@@ -6,20 +6,20 @@
 
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <set>
-#include <thread>
 
 #include "common/control_channel.h"
 #include "scheduler/scheduler.h"
+#include "tests/support/scheduler_thread.h"
 
 namespace hetps {
 namespace {
 
 using std::chrono::seconds;
+using testing::JoinAs;
+using testing::SchedulerThread;
 
 // A split of `samples` samples of `width` bytes each: byte j of sample i is (i * 7 + j) % 251;
 // label i % 3.
@@ -45,47 +45,15 @@ Result<Message> Ask(ControlChannel& control, Sender& sender, wire::DataSplit spl
                          seconds(5));
 }
 
-// A scheduler serving SmallSplit data, its loop on a thread of its own.
-class ServingScheduler {
- public:
-  ServingScheduler(uint32_t trainers, int64_t width) {
-    JobOptions job;
-    job.listen = "tcp://127.0.0.1:*";
-    job.trainers = trainers;
-    job.data.serve = true;
-    options_.job = job;
-    options_.progress_out = nullptr;
-    options_.train_data = SmallSplit(50, width);
-    options_.test_data = SmallSplit(7, width);
-    options_.stop = &stop_;
-    scheduler_ = std::make_unique<Scheduler>(context_, options_);
-  }
-  ~ServingScheduler() {
-    stop_ = true;
-    if (loop_.joinable()) loop_.join();
-  }
-  Status Start() {
-    HETPS_RETURN_IF_ERROR(scheduler_->Start());
-    loop_ = std::thread([this] { (void)scheduler_->Run(); });
-    return Status::Ok();
-  }
-  Scheduler& scheduler() { return *scheduler_; }
-  zmq::context_t& context() { return context_; }
-  const SchedulerOptions& options() const { return options_; }
-
- private:
-  SchedulerOptions options_;
-  std::atomic<bool> stop_{false};
-  zmq::context_t context_{1};
-  std::unique_ptr<Scheduler> scheduler_;
-  std::thread loop_;
-};
-
-Result<Message> JoinAsTrainer(ControlChannel& control) {
-  ControlChannel::JoinInfo info;
-  info.role = wire::Role::Trainer;
-  info.device = "cpu";
-  return control.Join(info);
+// A job that serves 50 training and 7 test samples of SmallSplit, `width` bytes each.
+SchedulerOptions ServingJob(uint32_t trainers, int64_t width) {
+  SchedulerOptions options;
+  options.job.listen = "tcp://127.0.0.1:*";
+  options.job.trainers = trainers;
+  options.job.data.serve = true;
+  options.train_data = SmallSplit(50, width);
+  options.test_data = SmallSplit(7, width);
+  return options;
 }
 
 }  // namespace
@@ -93,17 +61,17 @@ Result<Message> JoinAsTrainer(ControlChannel& control) {
 CATCH_TEST_CASE("The scheduler serves the samples a trainer names, and refuses and counts bad requests",
                 "[scheduler][data]") {
   const int64_t width = 100000;  // 42 samples fill a 4 MiB reply
-  ServingScheduler serving(1, width);
+  const SchedulerOptions options = ServingJob(1, width);
+  SchedulerThread serving(options);
   CATCH_REQUIRE(serving.Start().ok());
   Scheduler& scheduler = serving.scheduler();
-  const SchedulerOptions& options = serving.options();
 
   Sender sender(wire::Role::Trainer);
   ControlChannel::Options control_options;
   control_options.scheduler = scheduler.endpoint();
   {
     ControlChannel control(serving.context(), control_options, &sender);
-    auto accepted = JoinAsTrainer(control);
+    auto accepted = JoinAs(control, wire::Role::Trainer);
     CATCH_REQUIRE(accepted.ok());
     const wire::DataLayout* layout = accepted->body<wire::JoinAccepted>()->job()->served();
     CATCH_REQUIRE(layout != nullptr);
@@ -148,7 +116,7 @@ CATCH_TEST_CASE("The scheduler serves the samples a trainer names, and refuses a
 
 CATCH_TEST_CASE("A trainer with 4 served replies unacknowledged is refused; the others are served",
                 "[scheduler][data]") {
-  ServingScheduler serving(2, 1000);
+  SchedulerThread serving(ServingJob(2, 1000));
   CATCH_REQUIRE(serving.Start().ok());
   Scheduler& scheduler = serving.scheduler();
   Sender greedy_sender(wire::Role::Trainer);
@@ -157,8 +125,8 @@ CATCH_TEST_CASE("A trainer with 4 served replies unacknowledged is refused; the 
   control_options.scheduler = scheduler.endpoint();
   ControlChannel greedy(serving.context(), control_options, &greedy_sender);
   ControlChannel honest(serving.context(), control_options, &honest_sender);
-  CATCH_REQUIRE(JoinAsTrainer(greedy).ok());
-  CATCH_REQUIRE(JoinAsTrainer(honest).ok());
+  CATCH_REQUIRE(JoinAs(greedy, wire::Role::Trainer).ok());
+  CATCH_REQUIRE(JoinAs(honest, wire::Role::Trainer).ok());
 
   // As a trainer that never reads its socket looks to the scheduler: no receipt, ever.
   std::vector<uint64_t> tokens;

@@ -5,23 +5,24 @@
 // a valid envelope, is refused with a reason and counted.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "checkpoint/checksum.h"
 #include "common/control_channel.h"
 #include "scheduler/scheduler.h"
+#include "tests/support/scheduler_thread.h"
 #include "tests/support/temp_dir.h"
 
 namespace hetps {
 namespace {
 
 using std::chrono::seconds;
+using testing::JoinAs;
+using testing::SchedulerThread;
 
 std::string RandomBytes(size_t size, uint32_t seed) {
   std::mt19937 random(seed);
@@ -41,35 +42,6 @@ Result<Message> AskPiece(ControlChannel& control, Sender& sender, uint64_t offse
                          wire::Body::ModelFilePiece, seconds(5));
 }
 
-// A scheduler on a thread of its own for one test case; stopped and joined when it goes.
-class SchedulerThread {
- public:
-  explicit SchedulerThread(SchedulerOptions options) : scheduler_(context_, Prepare(std::move(options))) {}
-  ~SchedulerThread() {
-    stop_ = true;
-    if (loop_.joinable()) loop_.join();
-  }
-  Status Start() {
-    HETPS_RETURN_IF_ERROR(scheduler_.Start());
-    loop_ = std::thread([this] { (void)scheduler_.Run(); });
-    return Status::Ok();
-  }
-  Scheduler& scheduler() { return scheduler_; }
-  zmq::context_t& context() { return context_; }
-
- private:
-  SchedulerOptions Prepare(SchedulerOptions options) {
-    options.progress_out = nullptr;
-    options.stop = &stop_;
-    return options;
-  }
-
-  zmq::context_t context_{1};
-  std::atomic<bool> stop_{false};
-  Scheduler scheduler_;
-  std::thread loop_;
-};
-
 SchedulerOptions TorchScriptJob(const std::string& model_file, uint64_t max_message_bytes) {
   SchedulerOptions options;
   options.job.listen = "tcp://127.0.0.1:*";
@@ -79,14 +51,6 @@ SchedulerOptions TorchScriptJob(const std::string& model_file, uint64_t max_mess
   options.job.max_message_bytes = max_message_bytes;
   options.job.partition_bytes = max_message_bytes / 2;
   return options;
-}
-
-Result<Message> JoinAs(ControlChannel& control, wire::Role role) {
-  ControlChannel::JoinInfo info;
-  info.role = role;
-  info.device = "cpu";
-  if (role == wire::Role::Server) info.endpoint = "tcp://127.0.0.1:9";
-  return control.Join(info);
 }
 
 bool Says(const Status& status, const std::string& text) {
