@@ -29,43 +29,25 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
                       const std::string& w) { return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset); }},
       {"data",
        [o, source](const YAML::Node& n, const std::string&) { return ReadData(n, source, &o->data); }},
-      {"mode",
-       [o](const YAML::Node& n, const std::string& w) {
-         std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"sync", "async", "ssp", "auto"}, &name));
-         o->mode = *ParseMode(name);
-         return Status::Ok();
-       }},
+      {"mode", ChoiceField(&o->mode, {{"sync", ConsistencyMode::kSync},
+                                      {"async", ConsistencyMode::kAsync},
+                                      {"ssp", ConsistencyMode::kSsp},
+                                      {"auto", ConsistencyMode::kAuto}})},
       {"staleness", u32(&o->staleness, 0, 10000)},
       {"auto", [o, source](const YAML::Node& n,
                            const std::string&) { return ReadAutoMode(n, source, &o->auto_mode); }},
       {"staleness_aware_lr",
        [o](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o->staleness_aware_lr); }},
-      {"balance",
-       [o](const YAML::Node& n, const std::string& w) {
-         std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"none", "speed"}, &name));
-         o->balance = name == "speed" ? Balance::kSpeed : Balance::kNone;
-         return Status::Ok();
-       }},
+      {"balance", ChoiceField(&o->balance, {{"none", Balance::kNone}, {"speed", Balance::kSpeed}})},
       {"async_batch",
-       [o](const YAML::Node& n, const std::string& w) {
-         std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"share", "whole"}, &name));
-         o->async_batch = name == "whole" ? AsyncBatch::kWhole : AsyncBatch::kShare;
-         return Status::Ok();
-       }},
+       ChoiceField(&o->async_batch, {{"share", AsyncBatch::kShare}, {"whole", AsyncBatch::kWhole}})},
       {"epochs", u32(&o->epochs, 1, 1000)},
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,
                                 const std::string&) { return ReadOptimizer(n, source, &o->optimizer); }},
       {"wire_dtype",
-       [o](const YAML::Node& n, const std::string& w) {
-         std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"fp32", "bf16", "fp16"}, &name));
-         o->wire_dtype = *ParseWireDType(name);
-         return Status::Ok();
-       }},
+       ChoiceField(&o->wire_dtype,
+                   {{"fp32", wire::DType::F32}, {"bf16", wire::DType::BF16}, {"fp16", wire::DType::F16}})},
       {"partition_bytes", u64(&o->partition_bytes, 4, uint64_t{1} << 30)},
       {"max_message_bytes", u64(&o->max_message_bytes, uint64_t{1} << 20, uint64_t{1} << 30)},
       {"max_model_bytes", u64(&o->max_model_bytes, 4, uint64_t{1} << 40)},

@@ -183,13 +183,7 @@ Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* 
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, int32_t{-(1 << 24)}, int32_t{1 << 24}, &o.label_column);
        }},
-      {"targets",
-       [&](const YAML::Node& n, const std::string& w) {
-         std::string kind;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"class", "float"}, &kind));
-         o.float_targets = kind == "float";
-         return Status::Ok();
-       }},
+      {"targets", ChoiceField(&o.float_targets, {{"class", false}, {"float", true}})},
       {"classes",
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{0}, uint32_t{1} << 24, &o.classes);
@@ -228,12 +222,8 @@ Status ReadModel(const YAML::Node& node, const std::string& source, const std::s
   const std::vector<Field> fields = {
       {"torchscript", [&](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &file); }},
       {"loss",
-       [&](const YAML::Node& n, const std::string& w) {
-         std::string name;
-         HETPS_RETURN_IF_ERROR(ReadChoice(n, w, {"cross_entropy", "mse", "nll"}, &name));
-         loss = *ParseLoss(name);
-         return Status::Ok();
-       }},
+       ChoiceField(&loss,
+                   {{"cross_entropy", Loss::kCrossEntropy}, {"mse", Loss::kMse}, {"nll", Loss::kNll}})},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "model.", fields));
   if (file.empty()) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
@@ -45,6 +46,22 @@ struct Field {
   const char* key;
   FieldReader read;
 };
+
+// The reader of a key whose value is one of `choices`' names: stores the value paired with it in
+// `*field`; the error lists the names.
+template <typename T>
+FieldReader ChoiceField(T* field, std::vector<std::pair<std::string, T>> choices) {
+  return [field, choices = std::move(choices)](const YAML::Node& node, const std::string& where) {
+    std::vector<std::string> names;
+    for (const auto& choice : choices) names.push_back(choice.first);
+    std::string name;
+    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, names, &name));
+    for (const auto& choice : choices) {
+      if (choice.first == name) *field = choice.second;
+    }
+    return Status::Ok();
+  };
+}
 
 // Reads each key of `map` with the field of that key. An unknown key fails with the list of the
 // known ones, and so does a node that is not a map. `prefix` ("optimizer.", or "" at the top
