@@ -46,7 +46,8 @@
 #   --http ADDR:PORT   the scheduler's status page, /status and /metrics, as in launch_local.sh
 #                      (default 127.0.0.1:7480, this machine only; 0.0.0.0:7480 for the hosts'
 #                      browsers; --http off: none)
-# Paths in job options (summary, checkpoints, model) are on this machine, where the scheduler runs.
+# Paths in job options (summary, checkpoints, model) are on this machine, where the scheduler runs;
+# so is --data-dir for the scheduler, which reads the data it serves (data=scheduler) there.
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

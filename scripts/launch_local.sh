@@ -14,7 +14,10 @@
 #   --loss cross_entropy|mse|nll  its loss (default cross_entropy)
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu), or one per trainer: --device cuda,cpu
-#   --data-dir DIR   --threads N (default 1)
+#   --data-dir DIR        the Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist),
+#                         under which relative paths of the job's data section are read too; the
+#                         scheduler reads the data it serves from there as well
+#   --threads N           LibTorch compute threads per trainer (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
 #   --no-overlap          push gradients after backward, not each as backward produces it

@@ -139,6 +139,11 @@ settle_job() {
     scheduler_flags+=(--checkpoint-dir "")
   fi
   scheduler_flags+=(--model-out "${model_out:-$run_dir/model.safetensors}")
+  # The scheduler reads the data it serves, and relative paths of the job's data section, under
+  # --data-dir as the trainers do, unless the flags after `--` give it one of its own.
+  local flag own=0
+  for flag in "${scheduler_flags[@]}"; do [[ $flag == --data-dir || $flag == --data-dir=* ]] && own=1; done
+  ((own)) || scheduler_flags+=(--data-dir "$data_dir")
   resolved=$("$bin/hetps-scheduler" "${scheduler_flags[@]}" --check) || exit 2
   echo "$resolved" > "$run_dir/job.yaml"
   checkpoints_dir=$(job_checkpoint_dir)

@@ -2,9 +2,10 @@
 # End to end through scripts/launch_local.sh: one trainer reads the local Fashion-MNIST files and
 # the other, started with --data-from local,scheduler, receives its data from the scheduler, as a
 # machine without the data would; the mlp trains one epoch in sync mode to the usual accuracy. The
-# served trainer keeps what it received in the cache directory given (--data-cache). The launcher
-# refuses --data-from scheduler for a job that does not serve its data, and a list of sources that
-# does not match the trainers.
+# served trainer keeps what it received in the cache directory given (--data-cache). With every
+# trainer on served data, the scheduler serves the Fashion-MNIST under the launcher's --data-dir (a
+# 3,000-sample subset the test writes). The launcher refuses --data-from scheduler for a job that
+# does not serve its data, and a list of sources that does not match the trainers.
 #   launch_local_served_data_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -42,3 +43,29 @@ requests=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1
 pieces=$(find "$work/cache" -name '*.piece' | wc -l)
 ((pieces > 0)) || fail "trainer 1 cached nothing"
 echo "launch_local.sh --data-from local,scheduler ok: $requests data requests answered, $pieces pieces cached"
+
+# Every trainer on served data: the scheduler reads the launcher's --data-dir, here the first
+# 3,000 training and 500 test samples of Fashion-MNIST, so an epoch is 3,000 samples.
+mkdir "$work/small"
+/usr/bin/python3 - /usr/share/datasets/fashion-mnist "$work/small" <<'PY'
+import gzip, struct, sys
+source, target = sys.argv[1:]
+for split, count in (("train", 3000), ("t10k", 500)):
+    for kind, header in (("images-idx3", 16), ("labels-idx1", 8)):
+        name = f"{split}-{kind}-ubyte.gz"
+        with gzip.open(f"{source}/{name}", "rb") as f:
+            data = f.read()
+        per_item = 784 if kind.startswith("images") else 1
+        head = data[:4] + struct.pack(">I", count) + data[8:header]
+        with gzip.open(f"{target}/{name}", "wb") as f:
+            f.write(head + data[header:header + count * per_item])
+PY
+if ! "${launch[@]}" --config "$work/job.yaml" --servers 1 --trainers 2 --mode sync --model mlp --epochs 1 \
+    --data-dir "$work/small" --data-from scheduler --data-cache off --no-checkpoints --http off \
+    --summary "$work/small.json" --run-dir "$work/small-run" --progress plain; then
+  for log in "$work"/small-run/*.log; do echo "== $log"; tail -n 20 "$log"; done
+  exit 1
+fi
+/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/small.json" sync 1 2 0.50 3000 ||
+  fail "the scheduler did not serve the data under --data-dir $work/small"
+echo "launch_local.sh --data-dir with every trainer on served data ok: the scheduler served $work/small"
