@@ -450,7 +450,11 @@ void Server::Reply(zmq::message_t routing_id, zmq::message_t envelope, std::vect
   reply.envelope = std::move(envelope);
   reply.tensors = std::move(frames);
   Status status = Send(data_, std::move(reply), SendMode::kDontWait);
-  if (!status.ok()) HETPS_LOG(WARNING) << "reply not delivered: " << status.message();
+  if (status.ok()) return;
+  // A trainer that does not read fills its queue; said sparsely, so that it cannot fill the log.
+  if (ShouldLogRefusal(++undelivered_)) {
+    HETPS_LOG(WARNING) << "reply not delivered (" << undelivered_ << " so far): " << status.message();
+  }
 }
 
 Server::Counters Server::CurrentStats() const {

@@ -162,6 +162,7 @@ class Server {
   uint64_t pulls_answered_ = 0;
   RoundTimer rounds_;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
+  uint64_t undelivered_ = 0;     // replies dropped: the trainer's queue full, or the trainer gone
   int64_t cut_requests_ = 0;     // checkpoint requests received (for the fault injection)
   std::chrono::steady_clock::time_point stats_published_{};
   mutable std::mutex stats_mutex_;

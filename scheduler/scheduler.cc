@@ -405,7 +405,12 @@ void Scheduler::SendTo(const std::string& routing_id, zmq::message_t envelope) {
   message.routing_id = zmq::message_t(routing_id.data(), routing_id.size());
   message.envelope = std::move(envelope);
   Status status = Send(socket_, std::move(message), SendMode::kDontWait);
-  if (!status.ok()) HETPS_LOG(WARNING) << "message to a member not delivered: " << status.message();
+  if (status.ok()) return;
+  // A member that does not read fills its queue; said sparsely, so that it cannot fill the log.
+  if (ShouldLogRefusal(++undelivered_)) {
+    HETPS_LOG(WARNING) << "message to a member not delivered (" << undelivered_
+                       << " so far): " << status.message();
+  }
 }
 
 void Scheduler::Refuse(const Message& message, wire::ErrorCode code, Refusal why, const std::string& reason) {

@@ -326,6 +326,7 @@ class Scheduler {
   uint64_t served_bytes_ = 0;                       // feature and target bytes sent in them
   uint64_t model_files_sent_ = 0;                   // last pieces of the model file sent (ModelFileRequest)
   std::random_device served_random_;                // served replies' tokens
+  uint64_t undelivered_ = 0;                        // messages to members dropped: queue full, or gone
   std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
   std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;
