@@ -140,6 +140,26 @@ class Posix : public FileSystem {
     struct stat info {};
     return ::stat(path.c_str(), &info) == 0;
   }
+
+  Result<FileInfo> Stat(const std::string& path) override {
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0) {
+      if (errno == ENOENT) return Status::NotFound(path + " does not exist");
+      return Errno("examine", path);
+    }
+#if defined(__APPLE__)
+    const struct timespec& mtime = info.st_mtimespec;
+#else
+    const struct timespec& mtime = info.st_mtim;
+#endif
+    FileInfo file;
+    file.is_directory = S_ISDIR(info.st_mode);
+    file.size_bytes = file.is_directory ? 0 : static_cast<uint64_t>(info.st_size);
+    file.modified =
+        std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::seconds(mtime.tv_sec) + std::chrono::nanoseconds(mtime.tv_nsec)));
+    return file;
+  }
 };
 
 }  // namespace
@@ -158,6 +178,26 @@ Status WriteFileAtomically(FileSystem& fs, const std::string& path, const std::s
   HETPS_RETURN_IF_ERROR((*file)->Close());
   HETPS_RETURN_IF_ERROR(fs.Rename(temporary, path));
   return fs.SyncDir(DirName(path));
+}
+
+Status RemoveTree(FileSystem& fs, const std::string& path) {
+  auto info = fs.Stat(path);
+  if (!info.ok()) return info.status().code() == Status::Code::kNotFound ? Status::Ok() : info.status();
+  Status first = Status::Ok();
+  if (info->is_directory) {
+    auto names = fs.ListDir(path);
+    if (!names.ok() && names.status().code() != Status::Code::kNotFound) return names.status();
+    if (names.ok()) {
+      for (const std::string& name : *names) {
+        Status removed = RemoveTree(fs, JoinPath(path, name));
+        if (first.ok()) first = removed;
+      }
+    }
+  }
+  Status removed = info->is_directory ? fs.RemoveDir(path) : fs.RemoveFile(path);
+  // Gone all the same when another process removed it first.
+  if (!removed.ok() && fs.Exists(path) && first.ok()) first = removed;
+  return first;
 }
 
 std::string JoinPath(const std::string& dir, const std::string& name) {

@@ -6,7 +6,9 @@
 // on different files; a WritableFile is used by one thread at a time.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,6 +26,13 @@ class WritableFile {
   // Makes everything appended so far durable (fsync).
   virtual Status Sync() = 0;
   virtual Status Close() = 0;
+};
+
+// What FileSystem::Stat() tells of a path.
+struct FileInfo {
+  bool is_directory = false;                       // a directory itself, not a symbolic link to one
+  uint64_t size_bytes = 0;                         // a file's length; 0 for a directory
+  std::chrono::system_clock::time_point modified;  // its last modification (mtime)
 };
 
 class FileSystem {
@@ -46,6 +55,9 @@ class FileSystem {
   // Names (not paths) of the entries of `dir`, sorted. NotFound when it does not exist.
   virtual Result<std::vector<std::string>> ListDir(const std::string& dir) = 0;
   virtual bool Exists(const std::string& path) = 0;
+  // What `path` itself is: a symbolic link is described, not followed. NotFound when it does not
+  // exist, IoError naming the path otherwise.
+  virtual Result<FileInfo> Stat(const std::string& path) = 0;
 };
 
 // The operating system's file system. A process-wide instance; never null.
@@ -56,6 +68,11 @@ FileSystem& PosixFileSystem();
 // written and synced, renamed over `path`, then the directory synced. IoError naming the file
 // and the step that failed.
 Status WriteFileAtomically(FileSystem& fs, const std::string& path, const std::string& contents);
+
+// Removes `path` and, when it is a directory, everything in it, never following a symbolic link
+// (the link itself goes). An entry that another process removes meanwhile is not an error. On
+// failure, what could be removed is, and the first error names its path.
+Status RemoveTree(FileSystem& fs, const std::string& path);
 
 // "a/b" + "c" -> "a/b/c"; the directory part of a path ("a/b/c" -> "a/b", "c" -> ".").
 std::string JoinPath(const std::string& dir, const std::string& name);

@@ -33,17 +33,6 @@ class FaultInjectionFile : public WritableFile {
   std::unique_ptr<WritableFile> base_;
 };
 
-// Removes `path`, a file or a directory with everything in it.
-void RemoveTree(FileSystem& fs, const std::string& path) {
-  auto names = fs.ListDir(path);
-  if (!names.ok()) {
-    (void)fs.RemoveFile(path);
-    return;
-  }
-  for (const std::string& name : *names) RemoveTree(fs, JoinPath(path, name));
-  (void)fs.RemoveDir(path);
-}
-
 }  // namespace
 
 Status FaultInjectionFileSystem::Count(const std::string& what) {
@@ -160,7 +149,7 @@ Status FaultInjectionFileSystem::DropUnsyncedChanges() {
         restore_sizes(c.path);
         break;
       case Change::Kind::kMakeDir:
-        RemoveTree(base_, c.path);
+        (void)RemoveTree(base_, c.path);
         break;
       case Change::Kind::kRemoveDir:
         (void)base_.MakeDirs(c.path);

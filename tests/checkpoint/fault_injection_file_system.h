@@ -42,6 +42,7 @@ class FaultInjectionFileSystem : public FileSystem {
   Status RemoveDir(const std::string& dir) override;
   Result<std::vector<std::string>> ListDir(const std::string& dir) override { return base_.ListDir(dir); }
   bool Exists(const std::string& path) override { return base_.Exists(path); }
+  Result<FileInfo> Stat(const std::string& path) override { return base_.Stat(path); }
 
   // Called by the files it hands out.
   Status Count(const std::string& what);
