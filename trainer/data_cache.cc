@@ -25,6 +25,8 @@ constexpr char kChecksumPrefix[] = "crc32:";
 constexpr size_t kChecksumDigits = 16;
 constexpr char kPieceSuffix[] = ".piece";
 constexpr char kTemporaryMarker[] = ".tmp-";
+// Well within kDataSetInUse, so that a data set still being stored is never evicted.
+constexpr std::chrono::minutes kRemarkUsedAfter{10};
 
 std::atomic<uint64_t> g_temporary_serial{0};  // temporary names differ between threads too
 
@@ -82,7 +84,8 @@ std::string DefaultDataCacheRoot(const char* xdg_cache_home, const char* home) {
 }
 
 Result<std::unique_ptr<DataCache>> DataCache::Open(FileSystem& fs, const std::string& root,
-                                                   const std::string& dataset_checksum) {
+                                                   const std::string& dataset_checksum,
+                                                   const DataCacheOptions& options) {
   const std::string prefix = kChecksumPrefix;
   bool well_formed = dataset_checksum.size() == prefix.size() + kChecksumDigits &&
                      dataset_checksum.compare(0, prefix.size(), prefix) == 0;
@@ -98,11 +101,64 @@ Result<std::unique_ptr<DataCache>> DataCache::Open(FileSystem& fs, const std::st
   const std::string dir = JoinPath(root, "crc32-" + dataset_checksum.substr(prefix.size()));
   Status made = fs.MakeDirs(dir);
   if (!made.ok()) return made.WithContext("the served data's cache");
-  std::unique_ptr<DataCache> cache(new DataCache(fs, dir, dataset_checksum));
+  std::unique_ptr<DataCache> cache(new DataCache(fs, root, dir, dataset_checksum, options));
+  Status marked = cache->MarkUsed();
+  if (!marked.ok()) return marked.WithContext("the served data's cache");
   auto names = fs.ListDir(dir);
   if (!names.ok()) return names.status().WithContext("the served data's cache");
   cache->RemoveAbandonedTemporaries(*names);
+  // When it cannot make room it says so, and Store() stores nothing.
+  if (options.limit_bytes > 0) (void)cache->MakeRoom(0);
   return cache;
+}
+
+Status DataCache::MarkUsed() {
+  // The stamp's mtime is what counts; its text is for whoever looks.
+  const std::string stamp = JoinPath(dir_, kDataSetStampName);
+  const std::string text = "used by process " + std::to_string(::getpid()) + "\n";
+  auto file = fs_.NewWritableFile(stamp);
+  if (!file.ok()) return file.status();
+  Status written = (*file)->Append(text.data(), text.size());
+  Status closed = (*file)->Close();
+  if (!written.ok()) return written;
+  if (!closed.ok()) return closed;
+  marked_used_ = std::chrono::steady_clock::now();
+  return Status::Ok();
+}
+
+bool DataCache::MakeRoom(uint64_t incoming_bytes) {
+  const uint64_t limit = options_.limit_bytes;
+  auto sets = ScanDataCacheRoot(fs_, root_);
+  if (!sets.ok()) {
+    full_ = true;
+    HETPS_LOG(WARNING) << "data cache: " << sets.status().message() << "; cannot keep the cache within "
+                       << DescribeBytes(limit) << " (--data-cache-limit), so storing no more of " << dir_
+                       << " in this run";
+    return false;
+  }
+  uint64_t own_bytes = 0;
+  for (const CachedDataSet& set : *sets) {
+    if (set.dir == dir_) own_bytes = set.bytes;
+  }
+  const uint64_t target = limit - std::min(limit, incoming_bytes);
+  root_bytes_ =
+      EvictLeastRecentlyUsed(fs_, std::move(sets).value(), dir_, target, std::chrono::system_clock::now());
+  if (root_bytes_ <= target) return true;
+  full_ = true;
+  if (own_bytes > target) {
+    std::string alone = "holds " + DescribeBytes(own_bytes);
+    if (incoming_bytes > 0)
+      alone = "would hold " + DescribeBytes(own_bytes + incoming_bytes) + " with its next piece";
+    HETPS_LOG(WARNING) << "data cache: the data set in use, " << dir_ << ", alone " << alone
+                       << ", more than the cache's limit of " << DescribeBytes(limit)
+                       << " (--data-cache-limit); storing no more of it in this run (what is cached stays)";
+  } else {
+    HETPS_LOG(WARNING) << "data cache: " << root_ << " holds " << DescribeBytes(root_bytes_)
+                       << ", more than its limit of " << DescribeBytes(limit)
+                       << " (--data-cache-limit), and the other data sets in it were used within the last "
+                       << "hour; storing no more of " << dir_ << " in this run (what is cached stays)";
+  }
+  return false;
 }
 
 void DataCache::RemoveAbandonedTemporaries(const std::vector<std::string>& names) {
@@ -231,6 +287,7 @@ Status DataCache::Store(DatasetSplit split, const std::vector<uint64_t>& indices
   HETPS_CHECK(!indices.empty() && feature_bytes % indices.size() == 0 && target_bytes % indices.size() == 0)
       << "a piece of " << indices.size() << " samples with " << feature_bytes << " + " << target_bytes
       << " bytes";
+  if (full_) return Status::Ok();
   std::string header(kMagic, sizeof(kMagic));
   Put<uint32_t>(header, static_cast<uint32_t>(checksum_.size()));
   header += checksum_;
@@ -239,6 +296,11 @@ Status DataCache::Store(DatasetSplit split, const std::vector<uint64_t>& indices
   Put<uint64_t>(header, target_bytes / indices.size());
   Put<uint64_t>(header, indices.size());
   header.append(reinterpret_cast<const char*>(indices.data()), indices.size() * sizeof(uint64_t));
+  const uint64_t piece_bytes = header.size() + feature_bytes + target_bytes + sizeof(uint32_t);
+  if (options_.limit_bytes > 0 && root_bytes_ + piece_bytes > options_.limit_bytes &&
+      !MakeRoom(piece_bytes)) {
+    return Status::Ok();
+  }
   uint32_t crc = Crc32(header.data(), header.size());
   crc = ExtendCrc32(crc, features, feature_bytes);
   crc = ExtendCrc32(crc, targets, target_bytes);
@@ -262,6 +324,10 @@ Status DataCache::Store(DatasetSplit split, const std::vector<uint64_t>& indices
     (void)fs_.RemoveFile(temporary);
     return written.WithContext("the served data's cache");
   }
+  root_bytes_ += piece_bytes;
+  // A long run keeps its data set recent for other trainers' eviction; a stamp that cannot be
+  // written costs at most this data set's cache, which Open() wrote one for.
+  if (std::chrono::steady_clock::now() - marked_used_ > kRemarkUsedAfter) (void)MarkUsed();
   return Status::Ok();
 }
 
