@@ -28,6 +28,8 @@
 #                         data: {serve: true})
 #   --data-cache DIR|off  where trainers keep data received from the scheduler for the next run
 #                         (default $XDG_CACHE_HOME/hetps/data, else ~/.cache/hetps/data); off: nowhere
+#   --data-cache-limit SIZE  the most that cache holds (bytes, or with K, M, G or T; default 20G;
+#                         none: no limit); past it the data sets least recently used are removed
 # Server options:
 #   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
 # Checkpoints and the model:
@@ -65,6 +67,7 @@ threads=1
 slowdown=()
 data_from=(local)
 data_cache=""
+data_cache_limit=""
 
 while (($#)); do
   take_launch_flag "$@" && { shift "$taken"; continue; }
@@ -73,6 +76,7 @@ while (($#)); do
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
     --data-from) need_value "$@"; IFS=, read -r -a data_from <<<"$2"; shift 2 ;;
     --data-cache) need_value "$@"; data_cache=$2; shift 2 ;;
+    --data-cache-limit) need_value "$@"; data_cache_limit=$2; shift 2 ;;
     --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -138,6 +142,7 @@ start_trainer() {  # start_trainer I
   local data=(--data-dir "$data_dir")
   [[ ${data_from[$1]:-${data_from[0]}} == scheduler ]] && data+=(--data-from-scheduler)
   [[ -n $data_cache ]] && data+=(--data-cache "$data_cache")
+  [[ -n $data_cache_limit ]] && data+=(--data-cache-limit "$data_cache_limit")
   start "trainer-$1" "$run_dir/trainer-$1.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
     --device "${devices[$1]:-${devices[0]}}" "${data[@]}" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$1")

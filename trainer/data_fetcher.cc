@@ -80,7 +80,7 @@ void DataFetcher::OpenCache(const wire::DataLayout& layout, const Options& optio
     return;
   }
   FileSystem& fs = options.fs != nullptr ? *options.fs : PosixFileSystem();
-  auto cache = DataCache::Open(fs, options.cache_root, layout.checksum()->str());
+  auto cache = DataCache::Open(fs, options.cache_root, layout.checksum()->str(), options.cache);
   if (!cache.ok()) {
     HETPS_LOG(WARNING) << cache.status().message() << "; going on without a cache";
     return;

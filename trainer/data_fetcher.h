@@ -29,6 +29,7 @@ class DataFetcher {
   struct Options {
     std::chrono::milliseconds request_timeout{30000};  // a data request unanswered this long fails
     std::string cache_root;    // the on-disk cache's root (DefaultDataCacheRoot()); empty: none
+    DataCacheOptions cache;    // its bound
     FileSystem* fs = nullptr;  // the file system the cache is on; null: PosixFileSystem()
   };
 

@@ -78,6 +78,17 @@ int main(int argc, char** argv) {
                  "so that the next run reads it from disk instead of the network ($XDG_CACHE_HOME/hetps/data "
                  "or ~/.cache/hetps/data); off: nowhere")
       ->default_val(data_cache);
+  std::string data_cache_limit = "20G";
+  app.add_option("--data-cache-limit", data_cache_limit,
+                 "The most the data cache may hold, as bytes or with K, M, G or T (powers of 1024); past it "
+                 "the data sets least recently used are removed, never one used within the last hour; 0 or "
+                 "none: no limit")
+      ->default_val(data_cache_limit)
+      ->type_name("SIZE")
+      ->check([](const std::string& value) {
+        auto limit = hetps::ParseDataCacheLimit(value);
+        return limit.ok() ? std::string() : limit.status().message();
+      });
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "Push the gradients after backward instead of each as soon as backward has produced it");
@@ -100,6 +111,7 @@ int main(int argc, char** argv) {
   options.curve = *keys;
   options.overlap = !no_overlap;
   options.data_cache = data_cache == "off" ? "" : data_cache;
+  options.data_cache_limit_bytes = hetps::ParseDataCacheLimit(data_cache_limit).value();
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 
   // The inter-op pool must be sized before LibTorch starts any parallel work.

@@ -118,6 +118,7 @@ Status Trainer::Session::JoinScheduler() {
     DataFetcher::Options fetcher_options;
     fetcher_options.request_timeout = job_.request_timeout;
     fetcher_options.cache_root = options_.data_cache;
+    fetcher_options.cache.limit_bytes = options_.data_cache_limit_bytes;
     HETPS_ASSIGN_OR_RETURN(
         fetcher_, DataFetcher::Create(*wire_job->served(), control_.get(), &sender_, fetcher_options));
   } else if (options_.data_from_scheduler) {

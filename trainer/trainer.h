@@ -10,6 +10,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,8 @@ struct TrainerOptions {
                                      // used only when the training file is missing
   std::string data_cache;            // the root of the on-disk cache of served data (DataCache; main()
                                      // defaults it to ~/.cache/hetps/data); empty: no cache
+  uint64_t data_cache_limit_bytes = uint64_t{20} << 30;  // the most its data sets may hold together,
+                                                         // the least recently used evicted; 0: no limit
   std::string model_file;            // this machine's copy of the job's TorchScript file; empty: the path
                                      // the scheduler names (its checksum must match either way)
   // Where a TorchScript file that is not on this machine is kept once fetched from the scheduler
