@@ -39,6 +39,8 @@
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
 # Process options: --data-dir DIR  --threads N  --server-threads N  --no-overlap
+#   --data-cache DIR|off  --data-cache-limit SIZE (trainers on served data, as in launch_local.sh;
+#   DIR is a path on each host, default each host's ~/.cache/hetps/data)
 #   --checkpoint-dir DIR  --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N
 #   --secure (generates the keys here; each host gets the public keys and its members' secret
 #   keys, removed at the end)  --run-dir DIR (default runs/<date-time>-hosts)  --build-dir DIR

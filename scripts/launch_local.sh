@@ -66,8 +66,6 @@ devices=(cpu)
 threads=1
 slowdown=()
 data_from=(local)
-data_cache=""
-data_cache_limit=""
 
 while (($#)); do
   take_launch_flag "$@" && { shift "$taken"; continue; }
@@ -75,8 +73,6 @@ while (($#)); do
     --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
     --data-from) need_value "$@"; IFS=, read -r -a data_from <<<"$2"; shift 2 ;;
-    --data-cache) need_value "$@"; data_cache=$2; shift 2 ;;
-    --data-cache-limit) need_value "$@"; data_cache_limit=$2; shift 2 ;;
     --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
     *) echo "launch_local.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -141,8 +137,6 @@ for ((i = 0; i < servers; i++)); do start_server "$i"; done
 start_trainer() {  # start_trainer I
   local data=(--data-dir "$data_dir")
   [[ ${data_from[$1]:-${data_from[0]}} == scheduler ]] && data+=(--data-from-scheduler)
-  [[ -n $data_cache ]] && data+=(--data-cache "$data_cache")
-  [[ -n $data_cache_limit ]] && data+=(--data-cache-limit "$data_cache_limit")
   start "trainer-$1" "$run_dir/trainer-$1.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
     --device "${devices[$1]:-${devices[0]}}" "${data[@]}" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$1")

@@ -27,9 +27,10 @@
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
 #   --async-batch share|whole
 # Process options: --data-dir DIR  --threads N (every trainer, over the spec's)  --server-threads N
-#   --no-overlap  --checkpoint-dir DIR  --no-checkpoints  --model-out FILE  --resume DIR
-#   --max-restarts N  --secure  --run-dir DIR (default runs/<date-time>-sim)  --build-dir DIR
-#   --no-build  --progress auto|plain|none
+#   --no-overlap  --data-cache DIR|off  --data-cache-limit SIZE  --checkpoint-dir DIR
+#   --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N  --secure
+#   --run-dir DIR (default runs/<date-time>-sim)  --build-dir DIR  --no-build
+#   --progress auto|plain|none
 # The run directory gets every process's log, job.yaml, spec.yaml, machines.json (each machine's
 # address, budget and the CPU seconds it used) and stalls.log.
 set -euo pipefail

@@ -53,6 +53,7 @@ take_launch_flag() {
     --threads) need_value "$@"; threads=$2 ;;
     --server-threads) need_value "$@"; server_threads=$2 ;;
     --no-overlap) trainer_flags+=(--no-overlap); taken=1 ;;
+    --data-cache|--data-cache-limit) need_value "$@"; trainer_flags+=("$1" "$2") ;;
     --run-dir) need_value "$@"; run_dir=$2 ;;
     --build-dir) need_value "$@"; build_dir=$2 ;;
     --progress) need_value "$@"; progress=$2 ;;
