@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -15,10 +16,7 @@ namespace hetps::testing {
 class SchedulerThread {
  public:
   explicit SchedulerThread(SchedulerOptions options) : scheduler_(context_, Prepare(std::move(options))) {}
-  ~SchedulerThread() {
-    stop_ = true;
-    if (loop_.joinable()) loop_.join();
-  }
+  ~SchedulerThread() { Stop(); }
   SchedulerThread(const SchedulerThread&) = delete;
   SchedulerThread& operator=(const SchedulerThread&) = delete;
 
@@ -27,7 +25,14 @@ class SchedulerThread {
     loop_ = std::thread([this] { (void)scheduler_.Run(); });
     return Status::Ok();
   }
+  // Ends the scheduler's loop; the job's summary.
+  const RunSummary& Stop() {
+    stop_ = true;
+    if (loop_.joinable()) loop_.join();
+    return scheduler_.summary();
+  }
   Scheduler& scheduler() { return scheduler_; }
+  const std::string& endpoint() const { return scheduler_.endpoint(); }
   zmq::context_t& context() { return context_; }
 
  private:

@@ -12,17 +12,16 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 
 #include "common/control_channel.h"
 #include "scheduler/scheduler.h"
 #include "tests/checkpoint/fault_injection_file_system.h"
+#include "tests/support/scheduler_thread.h"
 #include "tests/support/temp_dir.h"
 #include "trainer/data_cache.h"
 #include "trainer/data_fetcher.h"
@@ -31,6 +30,7 @@ namespace hetps {
 namespace {
 
 using std::chrono::seconds;
+using testing::SchedulerThread;
 using testing::TempDir;
 
 constexpr int64_t kWidth = 100000;  // bytes per sample: 41 samples fill a 4 MiB reply
@@ -53,38 +53,16 @@ std::shared_ptr<HostDataset> SmallSplit(int64_t samples, int64_t width, int64_t 
   return data;
 }
 
-// A scheduler that serves `train` and `test`, running on a thread until Stop().
-class ServingScheduler {
- public:
-  ServingScheduler(zmq::context_t& context, std::shared_ptr<HostDataset> train,
-                   std::shared_ptr<HostDataset> test) {
-    SchedulerOptions options;
-    options.job.listen = "tcp://127.0.0.1:*";
-    options.job.trainers = 8;  // each start of a trainer joins afresh
-    options.job.data.serve = true;
-    options.progress_out = nullptr;
-    options.train_data = std::move(train);
-    options.test_data = std::move(test);
-    options.stop = &stop_;
-    scheduler_ = std::make_unique<Scheduler>(context, options);
-    CATCH_REQUIRE(scheduler_->Start().ok());
-    loop_ = std::thread([this] { (void)scheduler_->Run(); });
-  }
-  ~ServingScheduler() { Stop(); }
-
-  const std::string& endpoint() const { return scheduler_->endpoint(); }
-  // Ends the job; its summary.
-  const RunSummary& Stop() {
-    stop_ = true;
-    if (loop_.joinable()) loop_.join();
-    return scheduler_->summary();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::unique_ptr<Scheduler> scheduler_;
-  std::thread loop_;
-};
+// A job that serves `train` and `test` to trainers that join, each start of a trainer afresh.
+SchedulerOptions ServingJob(std::shared_ptr<HostDataset> train, std::shared_ptr<HostDataset> test) {
+  SchedulerOptions options;
+  options.job.listen = "tcp://127.0.0.1:*";
+  options.job.trainers = 8;
+  options.job.data.serve = true;
+  options.train_data = std::move(train);
+  options.test_data = std::move(test);
+  return options;
+}
 
 // One start of a trainer without the data: joins the scheduler and creates its DataFetcher, which
 // reads the cache under `cache_root` (empty: none).
@@ -164,7 +142,8 @@ CATCH_TEST_CASE(
   zmq::context_t context(1);
   auto train = SmallSplit(kTrainSamples, kWidth);
   auto test = SmallSplit(kTestSamples, kWidth);
-  ServingScheduler scheduler(context, train, test);
+  SchedulerThread scheduler(ServingJob(train, test));
+  CATCH_REQUIRE(scheduler.Start().ok());
   std::string dir;
   {
     // The first start trains the first 60 samples (41 + 19 in two replies) and holds the test split.
@@ -224,7 +203,8 @@ CATCH_TEST_CASE(
   zmq::context_t context(1);
   auto train = SmallSplit(kTrainSamples, kWidth);
   auto test = SmallSplit(kTestSamples, kWidth);
-  ServingScheduler scheduler(context, train, test);
+  SchedulerThread scheduler(ServingJob(train, test));
+  CATCH_REQUIRE(scheduler.Start().ok());
   std::string dir;
   {
     ServedTrainer first(context, scheduler.endpoint(), cache.path());
@@ -289,8 +269,10 @@ CATCH_TEST_CASE("Another data set never reads the cache of the first, even from 
   auto train_a = SmallSplit(kTrainSamples, kWidth, 7);
   auto train_b = SmallSplit(kTrainSamples, kWidth, 11);
   auto test = SmallSplit(kTestSamples, kWidth);
-  ServingScheduler a(context, train_a, test);
-  ServingScheduler b(context, train_b, test);
+  SchedulerThread a(ServingJob(train_a, test));
+  CATCH_REQUIRE(a.Start().ok());
+  SchedulerThread b(ServingJob(train_b, test));
+  CATCH_REQUIRE(b.Start().ok());
   std::string dir_a;
   {
     ServedTrainer trainer(context, a.endpoint(), cache.path());
