@@ -1,11 +1,11 @@
 # The parts of a launcher that do not depend on where its processes run, shared by
-# scripts/launch_local.sh (every process on 127.0.0.1) and scripts/sim_cluster.sh (one network
-# namespace per simulated machine): the job's flags, resolving the job file, and watching the
+# scripts/launch_local.sh (every process on 127.0.0.1), scripts/launch_hosts.sh (hosts over ssh)
+# and scripts/sim_cluster.sh (one network namespace per simulated machine): the job's flags, resolving the job file, and watching the
 # members until the job ends. Sourced, not run; the caller sets `tool` (its name, for messages)
 # and `root` before sourcing it and `bin` after, and keeps the state below in globals (pids,
 # names, run_dir, scheduler_pid, ...).
 
-# Defaults of the options both launchers take (see take_launch_flag).
+# Defaults of the options every launcher takes (see take_launch_flag).
 build_dir="$root/build"
 run_dir=""
 build=1
@@ -35,7 +35,7 @@ is_job_flag() {
   return 1
 }
 
-# Takes one option both launchers share (a job flag, or one for the processes, checkpoints,
+# Takes one option the launchers share (a job flag, or one for the processes, checkpoints,
 # logs and build) from the front of "$@": returns 0 and sets `taken` to the words it used, or
 # returns 1 for an option that is not shared. Exits 2 on a missing value.
 take_launch_flag() {
