@@ -67,8 +67,8 @@ parse_hostfile() {  # FILE
     if [[ $role == server && -n $device$threads ]]; then
       hostfile_error "$file" "$number" "device= and threads= are for trainers, and $host's role is server"
     fi
-    if [[ $role == server && $data == scheduler ]]; then
-      hostfile_error "$file" "$number" "data=scheduler is for trainers (servers hold no data), and $host's role is server"
+    if [[ $role == server && -n $data ]]; then
+      hostfile_error "$file" "$number" "data= is for trainers (servers hold no data), and $host's role is server"
     fi
     e_line+=("$number") e_host+=("$host") e_role+=("$role") e_slots+=("$slots") e_device+=("$device")
     e_threads+=("$threads") e_addr+=("$addr") e_bin+=("$bin_dir") e_data+=("$data")
@@ -159,6 +159,24 @@ check_served_data() {  # FILE
   done
 }
 
+# The shell test that a trainer reading its data under DIR has it: the files of the job's data
+# section (relative ones under DIR), or else the built-in Fashion-MNIST.
+data_files_check() {  # DIR
+  local dir=$1 file path
+  local -a files
+  mapfile -t files < <(job_data_files)
+  if ((${#files[@]} == 0)); then
+    printf '; test -r %q || { echo %q; exit 1; }' "$dir/train-images-idx3-ubyte.gz" \
+      "no Fashion-MNIST in $dir (data= or --data-dir)"
+    return
+  fi
+  for file in "${files[@]}"; do
+    if [[ $file == /* ]]; then path=$file; else path=$dir/$file; fi
+    printf '; test -r %q || { echo %q; exit 1; }' "$path" \
+      "no $path, which the job's data section names (data= or --data-dir)"
+  done
+}
+
 # Before anything starts: every host answers over ssh and has what its role needs.
 check_hosts() {
   local e program need out
@@ -166,8 +184,7 @@ check_hosts() {
     program="$(host_bin "$e")/hetps-${e_role[e]}"
     need="test -x $(printf %q "$program") || { echo 'no executable $program'; exit 1; }"
     if [[ ${e_role[e]} == trainer ]] && ! host_data_served "$e"; then
-      need+="; test -r $(printf %q "$(host_data "$e")/train-images-idx3-ubyte.gz") ||"
-      need+=" { echo 'no Fashion-MNIST in $(host_data "$e") (data= or --data-dir)'; exit 1; }"
+      need+=$(data_files_check "$(host_data "$e")")
     fi
     if ((e_local[e])); then
       out=$(bash -c "$need" 2>&1) || { echo "$tool: ${e_host[e]}: $out" >&2; exit 1; }

@@ -117,6 +117,18 @@ need_served_data() {  # WHO
   exit 2
 }
 
+# The files of the resolved job's data section (train and test, x and y), one a line as the job
+# file gives them (relative ones are read under each process's --data-dir); nothing for a job on
+# the built-in data set.
+job_data_files() {
+  awk '/^data:/ {inside = 1; next} /^[^ ]/ {inside = 0}
+       inside && /^  (train|test):/ {split_ = 1; next} inside && /^  [^ ]/ {split_ = 0}
+       inside && split_ && ($1 == "x:" || $1 == "y:") {
+         sub(/^ *[xy]: */, ""); if ($0 ~ /^".*"$/) $0 = substr($0, 2, length($0) - 2)
+         if ($0 != "") print
+       }' <<<"$resolved"
+}
+
 job_checkpoint_dir() {  # the checkpoint directory of the resolved job, or nothing
   awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved"
 }

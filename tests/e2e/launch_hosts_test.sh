@@ -6,8 +6,9 @@
 # data=scheduler trains on data the scheduler serves, beside one reading the files; a trainer
 # killed on its host makes the launcher name it and stop everything; SIGINT stops everything, here
 # and on the hosts; the launcher killed with SIGKILL still stops the members on the hosts; a bad
-# hostfile, data=scheduler on a server, and data from the scheduler for a job that does not serve
-# it are refused before anything starts, naming the file and line.
+# hostfile, data= on a server, and data from the scheduler for a job that does not serve it are
+# refused before anything starts, naming the file and line; a trainer host without a file of the
+# job's data section is named with the file.
 #   launch_hosts_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -144,13 +145,28 @@ refused() {  # NAME MESSAGE FLAGS...: the launch exits 2 with MESSAGE, before an
   (($(grep -c 'Accepted publickey' "$work/sshd.log") == accepted_before)) || fail "$name: ssh sessions were opened"
   echo "ok: $name refused: $(cat "$work/$name.out")"
 }
-printf 'hetps-test-a role=server data=scheduler\nhetps-test-b role=trainer\n' > "$work/served-server.txt"
-refused served-server "$work/served-server.txt:1: data=scheduler is for trainers (servers hold no data)" \
-  --hostfile "$work/served-server.txt"
+for data in scheduler /srv/fmnist; do
+  printf 'hetps-test-a role=server data=%s\nhetps-test-b role=trainer\n' "$data" > "$work/data-server.txt"
+  refused "data-server-${data//\//_}" "$work/data-server.txt:1: data= is for trainers (servers hold no data)" \
+    --hostfile "$work/data-server.txt"
+done
 refused unserved "$work/served.txt:2: data=scheduler (hetps-test-b) needs a job that serves its data; add 'data: {serve: true}'" \
   --hostfile "$work/served.txt"
 refused unserved-flag "--data-from scheduler, for $work/hosts.txt:3 (hetps-test-b, no data=), needs a job that serves its data; add 'data: {serve: true}'" \
   --hostfile "$work/hosts.txt" --data-from scheduler
+
+# A job with a data section of its own: a trainer host must have its files (relative ones under
+# --data-dir); here the training file is there and the test file is not.
+mkdir -p "$work/csv-data"
+echo "0,1,2" > "$work/csv-data/train.csv"
+printf 'data:\n  format: csv\n  train: train.csv\n  test: test.csv\n' > "$work/csv.yaml"
+config="$work/csv.yaml" run_tool csv-missing --hostfile "$work/hosts.txt" --data-dir "$work/csv-data" \
+  --epochs 1 --no-checkpoints
+wait_tool
+[[ $code == 1 ]] || fail "csv-missing: exit $code, expected 1: $(cat "$work/csv-missing.out")"
+grep -qF "hetps-test-b (over ssh): no $work/csv-data/test.csv, which the job's data section names" \
+  "$work/csv-missing.out" || fail "csv-missing: not the expected error: $(cat "$work/csv-missing.out")"
+echo "ok: a trainer host without the job's test file: $(cat "$work/csv-missing.out")"
 
 # The job: two servers and two trainers, three of the four over ssh, with CURVE (the keys are
 # made here and sent to the hosts).
