@@ -105,6 +105,15 @@ fault() {
     tail -n 15 "$runs_dir/$name.out" | sed 's/^/  | /' >&2
     return 1
   fi
+  # A restarted trainer that never trained is a failure too, though the others finished the job.
+  local idle
+  idle=$(/usr/bin/python3 -c 'import json, sys
+steps = json.load(open(sys.argv[1]))["steps"]
+print(" ".join(str(rank) for rank, n in enumerate(steps) if n == 0))' "$runs_dir/$name/summary.json")
+  if [[ -n $idle ]]; then
+    echo "faults.sh: fault run $name: trainer rank(s) $idle joined and never trained; their logs are in $runs_dir/$name" >&2
+    return 1
+  fi
 }
 
 failed=0

@@ -124,6 +124,9 @@ Result<Message> ControlChannel::Join(const JoinInfo& info) {
       if (answer) {
         const auto* body = answer->body<wire::JoinAccepted>();
         sender_->set_rank(body->rank());
+        // A job that recovered from a lost server before this process joined is at a later
+        // generation; data-plane messages of an older one would be dropped.
+        sender_->set_generation(answer->env().generation());
         if (body->heartbeat_interval_ms() > 0) {
           heartbeat_interval_ = std::chrono::milliseconds(body->heartbeat_interval_ms());
         }

@@ -63,7 +63,8 @@ class ControlChannel {
   ControlChannel& operator=(const ControlChannel&) = delete;
 
   // Sends Join until the scheduler answers JoinAccepted (resent after 0.5 s, doubling up to 8 s)
-  // and returns that answer; adopts its rank and heartbeat settings, and heartbeats start.
+  // and returns that answer; adopts its rank, the job's recovery generation and the heartbeat
+  // settings, and heartbeats start.
   // Unavailable when the scheduler does not answer within connect_timeout; FailedPrecondition with
   // the scheduler's reason when it refuses; InvalidArgument for a malformed scheduler address.
   Result<Message> Join(const JoinInfo& info);

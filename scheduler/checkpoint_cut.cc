@@ -114,6 +114,11 @@ std::vector<ServerState> CheckpointCut::States() const {
   return states;
 }
 
+bool CheckpointCut::AwaitsPosition(uint32_t trainer) const {
+  const auto& expected = options_.trainers;
+  return std::find(expected.begin(), expected.end(), trainer) != expected.end() && !positions_.count(trainer);
+}
+
 std::string CheckpointCut::Missing() const {
   std::string missing;
   auto add = [&missing](const char* who, uint32_t rank) {

@@ -62,6 +62,8 @@ class CheckpointCut {
   Status AddState(uint32_t server, Message message);
 
   bool HasAllPositions() const { return positions_.size() == options_.trainers.size(); }
+  // Whether the cut still waits for trainer `trainer`'s position (it cannot complete without it).
+  bool AwaitsPosition(uint32_t trainer) const;
   bool HasAllStates() const { return states_.size() == options_.servers; }
   // What has not come back yet, for a log line: "server 1, trainer 2", or "" when nothing.
   std::string Missing() const;

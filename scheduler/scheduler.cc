@@ -366,8 +366,10 @@ void Scheduler::Tick() {
   if (phase_ != Phase::kShuttingDown) {
     CheckRecoveryTimeout();
     PollWriter();
-    MaybeCheckpoint();
+    // A trainer waiting to join goes first: no periodic cut starts while it is admitted, and cuts
+    // that take longer than their interval follow each other at once, which would keep it out.
     MaybeAdmitTrainer();
+    MaybeCheckpoint();
     FinishJob();
   }
   ShowProgress(false);

@@ -188,6 +188,10 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
   }
   if (admission_ && admission_->routing_id == member.routing_id) admission_.reset();
   if (!was_in_job) return;  // a joiner that was still waiting: nothing to hand back
+  // A cut waiting for its data position would wait out its timeout, and keep joiners out so long.
+  if (cut_ && cut_->AwaitsPosition(member.rank)) {
+    AbandonCut(member.Describe() + (left ? " left" : " died") + " before reporting its data position");
+  }
   if (balancer_) balancer_->Forget(member.rank);
   const size_t returned = chunks_.Requeue(member.rank);
   if (returned > 0)

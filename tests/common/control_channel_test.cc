@@ -187,6 +187,28 @@ CATCH_TEST_CASE("Join is resent from the same routing id until the scheduler ans
   CATCH_CHECK(rank == 3);
 }
 
+CATCH_TEST_CASE("A member joining a job that recovered from a lost server takes the job's generation",
+                "[common][control]") {
+  zmq::context_t context(1);
+  FakeScheduler fake(context);
+  fake.sender().set_generation(2);  // two servers were lost before this member joined
+  auto member = RunMember(context, fake.endpoint(), [](ControlChannel& channel, Sender& sender) {
+    auto joined = channel.Join(TrainerInfo());
+    if (!joined.ok()) return std::make_pair(joined.status(), uint32_t{0});
+    // What it sends next carries that generation, as the servers' data plane requires.
+    flatbuffers::FlatBufferBuilder fbb(64);
+    auto body = wire::CreateGoodbye(fbb);
+    Message sealed;
+    sealed.envelope = sender.Seal(fbb, wire::Body::Goodbye, body.Union());
+    return std::make_pair(Status::Ok(), sealed.env().generation());
+  });
+  fake.Admit(1, 1000, 30000);
+  auto [status, generation] = member.get();
+  CATCH_INFO(status.ToString());
+  CATCH_REQUIRE(status.ok());
+  CATCH_CHECK(generation == 2);
+}
+
 CATCH_TEST_CASE("A request returns its reply and queues the other messages in order", "[common][control]") {
   struct Seen {
     Status status;

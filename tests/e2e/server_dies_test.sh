@@ -2,7 +2,8 @@
 # A server killed (kill -9) in the middle of training does not end the job: the scheduler notices
 # its connection closing, pauses the trainers, launch_local.sh restarts the server, which takes
 # the lost rank and loads it from the newest checkpoint (sync: every server goes back to it), and
-# the job trains every sample. The summary records the failure and its recovery.
+# the job trains every sample. The summary records the failure and its recovery. A trainer killed
+# after the recovery is restarted and trains in the recovered job.
 #   server_dies_test.sh BUILD_DIR MODE [SEED]
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -38,6 +39,19 @@ victim=$(pgrep -P "$launcher" -f hetps-server | sed -n "$((victim_rank + 1))p" |
 kill -9 "$victim"
 echo "server_dies_test: killed server process $victim"
 
+# Once the job has recovered, kill a trainer too: its restart joins a job that is a recovery
+# generation further on, and must train there (its messages carry that generation, or the servers
+# drop them as sent before the recovery).
+for _ in $(seq 300); do
+  grep -q "recovered in" "$work/run/scheduler.log" 2>/dev/null && break
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+victim=$(pgrep -P "$launcher" -f hetps-trainer | head -n 1 || true)
+[[ -n $victim ]] || { echo "server_dies_test: no trainer process to kill"; cat "$work/launcher.out"; exit 1; }
+kill -9 "$victim"
+echo "server_dies_test: killed trainer process $victim after the recovery"
+
 status=0
 wait "$launcher" || status=$?
 launcher=""
@@ -48,7 +62,7 @@ if ((status != 0)); then
   exit 1
 fi
 grep -E "is lost|restor|recovered" "$work/run/scheduler.log" | head -5
-/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/run.json" "$mode" 2 2 0.75 "$samples"
+/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/run.json" "$mode" 2 2 0.75 "$samples" --joined-late 1
 /usr/bin/python3 - "$work/run.json" "$mode" "$interval" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))

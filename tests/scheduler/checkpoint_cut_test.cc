@@ -43,6 +43,9 @@ CATCH_TEST_CASE("A cut names what it still waits for", "[checkpoint_cut]") {
   CATCH_CHECK(cut.Missing() == "server 0, server 1, trainer 0, trainer 3");
   CATCH_REQUIRE(cut.AddPosition(3, PositionReport(7, 0, 448, {}).get()).ok());
   CATCH_CHECK(cut.Missing() == "server 0, server 1, trainer 0");
+  CATCH_CHECK(cut.AwaitsPosition(0));
+  CATCH_CHECK_FALSE(cut.AwaitsPosition(3));  // reported
+  CATCH_CHECK_FALSE(cut.AwaitsPosition(1));  // not in the cut
   CATCH_CHECK_FALSE(cut.HasAllPositions());
   CATCH_REQUIRE(cut.AddPosition(0, PositionReport(9, 0, 576, {}).get()).ok());
   CATCH_CHECK(cut.HasAllPositions());
