@@ -66,7 +66,7 @@ std::vector<Case> Cases() {
 }
 
 std::unique_ptr<torch::optim::Optimizer> TorchOptimizer(const hetps::OptimizerOptions& o,
-                                                        std::vector<torch::Tensor> params) {
+                                                        const std::vector<torch::Tensor>& params) {
   using Kind = hetps::OptimizerOptions::Kind;
   switch (o.kind) {
     case Kind::kSgd:

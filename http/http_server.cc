@@ -28,7 +28,7 @@ constexpr auto kDrainTime = std::chrono::seconds(1);
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = boost::beast::http;
-using tcp = asio::ip::tcp;
+using Tcp = asio::ip::tcp;
 
 Status ParseHostPort(const std::string& text, const std::string& what, std::string* host, uint16_t* port) {
   const size_t colon = text.rfind(':');
@@ -58,7 +58,7 @@ class HttpServer::Impl {
 
   Status Bind(const std::string& host, uint16_t port, uint16_t* bound) {
     boost::system::error_code ec;
-    const tcp::endpoint endpoint(asio::ip::make_address(host), port);
+    const Tcp::endpoint endpoint(asio::ip::make_address(host), port);
     acceptor_.open(endpoint.protocol(), ec);
     if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
     if (!ec) acceptor_.bind(endpoint, ec);
@@ -103,12 +103,12 @@ class HttpServer::Impl {
   std::atomic<uint64_t> requests_{0}, errors_{0}, dropped_{0};
   std::atomic<uint32_t> open_{0};
   asio::io_context ioc_{1};
-  tcp::acceptor acceptor_{ioc_};
+  Tcp::acceptor acceptor_{ioc_};
 };
 
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Impl& server, tcp::socket socket) : server_(server), stream_(std::move(socket)) { ++server_.open_; }
+  Session(Impl& server, Tcp::socket socket) : server_(server), stream_(std::move(socket)) { ++server_.open_; }
   ~Session() { --server_.open_; }
 
   void Read(bool first) {
@@ -170,7 +170,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 
   void Close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.socket().shutdown(Tcp::socket::shutdown_both, ignored);
     stream_.close();
   }
 
@@ -179,7 +179,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   // has read the response (a refused oversized request leaves its rest unread).
   void DrainAndClose() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.socket().shutdown(Tcp::socket::shutdown_send, ignored);
     stream_.expires_after(kDrainTime);  // for the whole drain: the expiry is not renewed per read
     Drain();
   }
@@ -199,7 +199,7 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 };
 
 void HttpServer::Impl::Accept() {
-  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, tcp::socket socket) {
+  acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, Tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
       if (open_.load() >= options_.max_connections) {

@@ -59,7 +59,7 @@ Result<std::string> FetchStatusOverZmq(const std::string& endpoint, std::chrono:
 Result<std::string> FetchStatusOverHttp(const std::string& url, std::chrono::milliseconds timeout) {
   namespace beast = boost::beast;
   namespace http = boost::beast::http;
-  using tcp = boost::asio::ip::tcp;
+  using Tcp = boost::asio::ip::tcp;
   const std::string prefix = "http://";
   if (url.compare(0, prefix.size(), prefix) != 0) {
     return Status::InvalidArgument("--http '" + url + "': expected http://HOST:PORT[/]");
@@ -73,7 +73,7 @@ Result<std::string> FetchStatusOverHttp(const std::string& url, std::chrono::mil
   if (host.empty() || port.empty()) return Status::InvalidArgument("--http '" + url + "': no host or port");
   try {
     boost::asio::io_context ioc;
-    tcp::resolver resolver(ioc);
+    Tcp::resolver resolver(ioc);
     beast::tcp_stream stream(ioc);
     stream.expires_after(timeout);
     stream.connect(resolver.resolve(host, port));
@@ -86,7 +86,7 @@ Result<std::string> FetchStatusOverHttp(const std::string& url, std::chrono::mil
     parser.body_limit(64u << 20);
     http::read(stream, buffer, parser);
     beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().shutdown(Tcp::socket::shutdown_both, ignored);
     const auto& response = parser.get();
     if (response.result() != http::status::ok) {
       return Status::Unavailable(url + " answered " + std::to_string(response.result_int()) +

@@ -17,7 +17,7 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
       endpoints_(std::move(endpoints)),
       sender_(sender),
       control_(control),
-      options_(options),
+      options_(std::move(options)),
       partitions_of_tensor_(map.tensors().size()),
       versions_(map.partitions().size(), 0),
       awaiting_(map.partitions().size(), false),

@@ -81,7 +81,7 @@ CATCH_TEST_CASE("A written safetensors file reads back with its tensors, shapes 
 CATCH_TEST_CASE("The writer refuses tensors it cannot describe", "[checkpoint][safetensors]") {
   testing::TempDir dir("safetensors-writer");
   const float x[4] = {};
-  auto write = [&](std::vector<TensorView> tensors) {
+  auto write = [&](const std::vector<TensorView>& tensors) {
     return WriteSafetensors(PosixFileSystem(), dir / "w.safetensors", {}, tensors).status();
   };
   CATCH_CHECK(Contains(write({{"a", "F32", {3}, x, 16}}).message(), "tensor a holds 16 bytes"));

@@ -88,7 +88,8 @@ class FakeScheduler {
     Message message;
     message.routing_id = CopyFrame(to.routing_id);
     message.envelope = std::move(envelope);
-    CATCH_REQUIRE(Send(socket_, std::move(message)).ok());
+    const Status sent = Send(socket_, std::move(message));
+    CATCH_REQUIRE(sent.ok());
   }
 
   // Waits for a Join and admits its sender.

@@ -25,7 +25,11 @@ std::vector<float> Samples() {
 }
 
 bool SameBits(float a, float b) {
-  return std::memcmp(&a, &b, sizeof(float)) == 0;
+  uint32_t a_bits = 0;
+  uint32_t b_bits = 0;
+  std::memcpy(&a_bits, &a, sizeof(float));
+  std::memcpy(&b_bits, &b, sizeof(float));
+  return a_bits == b_bits;
 }
 
 }  // namespace

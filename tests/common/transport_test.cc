@@ -114,7 +114,8 @@ CATCH_TEST_CASE("A ROUTER and a DEALER exchange a message with borrowed tensor f
   // The frames keep the buffers alive until ZeroMQ is done with them.
   CATCH_REQUIRE_FALSE(gradient_alive.expired());
   CATCH_REQUIRE_FALSE(bias_alive.expired());
-  CATCH_REQUIRE(Send(dealer, std::move(push)).ok());
+  const Status sent = Send(dealer, std::move(push));
+  CATCH_REQUIRE(sent.ok());
 
   std::optional<Message> received = ReceiveWithin(router, true);
   CATCH_REQUIRE(received.has_value());
@@ -137,7 +138,8 @@ CATCH_TEST_CASE("A ROUTER and a DEALER exchange a message with borrowed tensor f
   Message ack;
   ack.routing_id = CopyFrame(received->routing_id);
   ack.envelope = server.MakeEmpty(wire::Body::Ack);
-  CATCH_REQUIRE(Send(router, std::move(ack)).ok());
+  const Status ack_sent = Send(router, std::move(ack));
+  CATCH_REQUIRE(ack_sent.ok());
   std::optional<Message> reply = ReceiveWithin(dealer, false);
   CATCH_REQUIRE(reply.has_value());
   CATCH_CHECK(reply->routing_id.size() == 0);
@@ -169,7 +171,8 @@ CATCH_TEST_CASE("A borrowed buffer that is never delivered is released when the 
   message.tensors.push_back(BorrowFrame(weights->data(), weights->size() * sizeof(float), weights));
   weights.reset();
   // The message waits in the connecting pipe, so the buffer is still in use.
-  CATCH_REQUIRE(Send(dealer, std::move(message), SendMode::kDontWait).ok());
+  const Status sent = Send(dealer, std::move(message), SendMode::kDontWait);
+  CATCH_REQUIRE(sent.ok());
   CATCH_CHECK_FALSE(alive.expired());
   dealer.close();
   CATCH_CHECK(Eventually([&] { return alive.expired(); }));
@@ -226,7 +229,8 @@ CATCH_TEST_CASE("A message over the receive limits is marked, keeping only its e
     Message message;
     message.envelope = trainer.MakeEmpty(wire::Body::Ack);
     for (size_t i = 0; i < frames; ++i) message.tensors.emplace_back(frame_bytes);
-    CATCH_REQUIRE(Send(dealer, std::move(message)).ok());
+    const Status sent = Send(dealer, std::move(message));
+    CATCH_REQUIRE(sent.ok());
   };
   const ReceiveLimits limits{3, 4096};
   auto receive = [&] {

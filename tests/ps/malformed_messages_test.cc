@@ -63,7 +63,8 @@ FuzzReport Fuzz(zmq::context_t& context, const std::string& endpoint) {
     Message message;
     message.envelope = std::move(frames[0]);
     for (size_t i = 1; i < frames.size(); ++i) message.tensors.push_back(std::move(frames[i]));
-    CATCH_REQUIRE(Send(dealer, std::move(message)).ok());
+    const Status sent = Send(dealer, std::move(message));
+    CATCH_REQUIRE(sent.ok());
     report.answerable_sent += answerable ? 1 : 0;
   };
   for (int burst = 0; burst < 10; ++burst) {
@@ -116,7 +117,8 @@ FuzzReport Fuzz(zmq::context_t& context, const std::string& endpoint) {
       Message message;
       message.envelope = ValidPush(impostor, 0, 0);
       message.tensors.emplace_back(size_t{9} << 20);
-      CATCH_REQUIRE(Send(oversized, std::move(message)).ok());
+      const Status sent = Send(oversized, std::move(message));
+      CATCH_REQUIRE(sent.ok());
     }
     // Collect the answers that have come back so far.
     for (auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);

@@ -77,7 +77,8 @@ class RawTrainer {
     auto body = wire::CreatePullDirect(fbb, clock, latest, &partitions);
     Message message;
     message.envelope = sender_.Seal(fbb, wire::Body::Pull, body.Union());
-    CATCH_REQUIRE(Send(socket_, std::move(message)).ok());
+    const Status sent = Send(socket_, std::move(message));
+    CATCH_REQUIRE(sent.ok());
   }
 
   void SendInit(const std::vector<uint32_t>& partitions, const std::vector<size_t>& frame_bytes) {
@@ -86,7 +87,8 @@ class RawTrainer {
     Message message;
     message.envelope = sender_.Seal(fbb, wire::Body::InitWeights, body.Union());
     for (size_t bytes : frame_bytes) message.tensors.emplace_back(bytes);
-    CATCH_REQUIRE(Send(socket_, std::move(message)).ok());
+    const Status sent = Send(socket_, std::move(message));
+    CATCH_REQUIRE(sent.ok());
   }
 
   // The reasons of the Errors that arrive within `wait`.

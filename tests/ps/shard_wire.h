@@ -83,7 +83,7 @@ inline WireMessage Finish(flatbuffers::FlatBufferBuilder& fbb, flatbuffers::Offs
 }
 
 // `versions`: the weight version each gradient was computed on; none: zeros.
-inline WireMessage MakePush(uint64_t clock, uint32_t batch_size, std::vector<uint32_t> ids,
+inline WireMessage MakePush(uint64_t clock, uint32_t batch_size, const std::vector<uint32_t>& ids,
                             const std::vector<Floats>& grads, wire::DType dtype = wire::DType::F32,
                             std::vector<uint64_t> versions = {}) {
   flatbuffers::FlatBufferBuilder fbb;
@@ -91,12 +91,12 @@ inline WireMessage MakePush(uint64_t clock, uint32_t batch_size, std::vector<uin
   return Finish(fbb, wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype, true), grads);
 }
 
-inline WireMessage MakeInit(std::vector<uint32_t> ids, const std::vector<Floats>& weights) {
+inline WireMessage MakeInit(const std::vector<uint32_t>& ids, const std::vector<Floats>& weights) {
   flatbuffers::FlatBufferBuilder fbb;
   return Finish(fbb, wire::CreateInitWeightsDirect(fbb, &ids), weights);
 }
 
-inline WireMessage MakePull(std::vector<uint32_t> ids, wire::DType dtype = wire::DType::F32) {
+inline WireMessage MakePull(const std::vector<uint32_t>& ids, wire::DType dtype = wire::DType::F32) {
   flatbuffers::FlatBufferBuilder fbb;
   return Finish(fbb, wire::CreatePullDirect(fbb, /*clock=*/0, /*latest=*/false, &ids, dtype), {});
 }

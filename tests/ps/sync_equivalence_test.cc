@@ -156,7 +156,7 @@ void CheckSgdWithMomentum(const Splits& splits, size_t server_threads) {
   options.momentum = 0.9;
   CheckEquivalence(
       options,
-      [&](std::vector<torch::Tensor> params) {
+      [&](const std::vector<torch::Tensor>& params) {
         return std::make_unique<torch::optim::SGD>(
             params, torch::optim::SGDOptions(options.lr).momentum(options.momentum));
       },
@@ -173,7 +173,7 @@ CATCH_TEST_CASE(
   options.momentum = 0.9;
   options.nesterov = true;
   options.weight_decay = 1e-4;
-  CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
+  CheckEquivalence(options, [&](const std::vector<torch::Tensor>& params) {
     return std::make_unique<torch::optim::SGD>(params, torch::optim::SGDOptions(options.lr)
                                                            .momentum(options.momentum)
                                                            .nesterov(true)
@@ -190,7 +190,7 @@ CATCH_TEST_CASE("Two trainers in sync mode with Adam equal one process on the co
                 "[ps][sync]") {
   OptimizerOptions options = DefaultOptimizerOptions(OptimizerOptions::Kind::kAdam);
   options.lr = 1e-3;
-  CheckEquivalence(options, [&](std::vector<torch::Tensor> params) {
+  CheckEquivalence(options, [&](const std::vector<torch::Tensor>& params) {
     return std::make_unique<torch::optim::Adam>(params, torch::optim::AdamOptions(options.lr));
   });
 }

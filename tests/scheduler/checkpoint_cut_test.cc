@@ -12,8 +12,8 @@ namespace {
 // A trainer's DataPosition report, as it arrives: a verified wire table in its own buffer.
 class PositionReport {
  public:
-  PositionReport(uint64_t clock, uint32_t epoch, uint64_t samples, std::vector<uint32_t> finished,
-                 std::vector<uint32_t> held = {}, std::vector<uint64_t> held_next = {}) {
+  PositionReport(uint64_t clock, uint32_t epoch, uint64_t samples, const std::vector<uint32_t>& finished,
+                 const std::vector<uint32_t>& held = {}, const std::vector<uint64_t>& held_next = {}) {
     auto body = wire::CreateDataPositionDirect(fbb_, /*checkpoint=*/1, clock, epoch, samples, &finished,
                                                &held, &held_next);
     fbb_.Finish(body);

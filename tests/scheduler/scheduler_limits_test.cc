@@ -34,7 +34,8 @@ double SecondsSince(Clock::time_point start) {
 // Returns the refusal's reason, or "" when there was none; fails the test when no grant comes.
 std::string SendThenAskForChunk(testing::ScriptedTrainer& trainer, Sender& sender, zmq::message_t message) {
   ControlChannel& control = trainer.control();
-  CATCH_REQUIRE(control.Send(std::move(message)).ok());
+  const Status sent = control.Send(std::move(message));
+  CATCH_REQUIRE(sent.ok());
   flatbuffers::FlatBufferBuilder fbb(64);
   auto body = wire::CreateChunkRequestDirect(fbb, 0, nullptr);
   CATCH_REQUIRE(control.Send(sender.Seal(fbb, wire::Body::ChunkRequest, body.Union())).ok());

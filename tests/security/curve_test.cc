@@ -140,7 +140,8 @@ CATCH_TEST_CASE("A CURVE server admits listed keys under their names and refuses
     Client client(client_context, server, &trainer);
     Message hello;
     hello.envelope = zmq::message_t(std::string("hello"));
-    CATCH_REQUIRE(Send(client.socket, std::move(hello)).ok());
+    const Status sent = Send(client.socket, std::move(hello));
+    CATCH_REQUIRE(sent.ok());
     CATCH_REQUIRE(PollReadable({&server.socket}, milliseconds(5000))[0]);
     auto received = TryReceive(server.socket, /*router=*/true);
     CATCH_REQUIRE(received.ok());

@@ -62,8 +62,7 @@ class FakeCopyStream final : public CopyStream {
     ++shared_->enqueued;
     shared_->bytes += src.nbytes();
     shared_->log.push_back("copy " + std::to_string(number));
-    torch::Tensor d = dst, s = src;
-    shared_->pending.emplace_back(number, [d, s]() mutable {
+    shared_->pending.emplace_back(number, [d = dst, s = src]() mutable {
       torch::NoGradGuard no_grad;
       d.copy_(s);
     });

@@ -291,7 +291,7 @@ Result<NpyArray> ReadNpzMember(const std::string& path, const std::string& name,
     if (std::fread(local, 1, sizeof(local), file.get()) != sizeof(local) || Le32(local) != 0x04034b50) {
       return Status::InvalidArgument(path + ": damaged archive: no local header for " + wanted);
     }
-    std::fseek(file.get(), static_cast<long>(local_offset + 30 + Le16(local + 26) + Le16(local + 28)),
+    std::fseek(file.get(), static_cast<long>(local_offset) + 30 + Le16(local + 26) + Le16(local + 28),
                SEEK_SET);
     ByteStream in(file.get(), path + " (" + wanted + ")", compressed, method == 8);
     return ParseNpy(in, path + " (" + wanted + ")", limits);

@@ -51,8 +51,8 @@ torch::nn::Module& Holder(torch::nn::Module& root, const std::string& dotted, st
 
 }  // namespace
 
-TorchScriptModel::TorchScriptModel(torch::jit::Module module, std::string path)
-    : module_(std::move(module)), path_(std::move(path)) {
+TorchScriptModel::TorchScriptModel(const torch::jit::Module& module, std::string path)
+    : module_(module), path_(std::move(path)) {
   for (const auto& item : module_.named_parameters(/*recurse=*/true)) {
     std::string leaf;
     torch::nn::Module& holder = Holder(*this, item.name, &leaf);
@@ -89,7 +89,7 @@ Result<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path, tor
     return Status::InvalidArgument("model file " + path +
                                    " is not a TorchScript file: " + FirstLine(e.what()));
   }
-  auto model = std::make_shared<TorchScriptModel>(std::move(module), path);
+  auto model = std::make_shared<TorchScriptModel>(module, path);
   const auto parameters = model->named_parameters();
   if (parameters.is_empty()) {
     return Status::InvalidArgument("model file " + path +

@@ -21,8 +21,9 @@ namespace hetps {
 
 class TorchScriptModel : public Model {
  public:
-  // Takes the module's tensors as they are (no copy); `path` names it in errors.
-  TorchScriptModel(torch::jit::Module module, std::string path);
+  // Takes the module's tensors as they are (a Module is a handle: the copy shares them);
+  // `path` names it in errors.
+  TorchScriptModel(const torch::jit::Module& module, std::string path);
 
   torch::Tensor forward(torch::Tensor input) override;
   // Switches the TorchScript module too (Dropout, BatchNorm).

@@ -19,11 +19,11 @@
 namespace hetps {
 namespace {
 
-const char* kDataDir = "/usr/share/datasets/fashion-mnist";
+constexpr char kDataDir[] = "/usr/share/datasets/fashion-mnist";
 
 // Both splits are loaded once for the whole test binary.
 const Dataset& TrainSplit() {
-  static const Dataset data = [] {
+  static const Dataset kData = [] {
     const auto start = std::chrono::steady_clock::now();
     Result<Dataset> loaded = LoadFashionMnist(kDataDir, DatasetSplit::kTrain);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -32,16 +32,16 @@ const Dataset& TrainSplit() {
     std::printf("Fashion-MNIST train split loaded in %.3f s\n", seconds);
     return std::move(loaded).value();
   }();
-  return data;
+  return kData;
 }
 
 const Dataset& TestSplit() {
-  static const Dataset data = [] {
+  static const Dataset kData = [] {
     Result<Dataset> loaded = LoadFashionMnist(kDataDir, DatasetSplit::kTest);
     CATCH_REQUIRE(loaded.ok());
     return std::move(loaded).value();
   }();
-  return data;
+  return kData;
 }
 
 // A fresh directory under the system temp dir, removed with everything in it at scope exit.

@@ -20,7 +20,7 @@
 namespace hetps {
 namespace {
 
-const char* kDataDir = "/usr/share/datasets/fashion-mnist";
+constexpr char kDataDir[] = "/usr/share/datasets/fashion-mnist";
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
@@ -129,7 +129,7 @@ struct Reference {
 };
 
 const Reference& TestSplit() {
-  static const Reference reference = [] {
+  static const Reference kReference = [] {
     Result<Dataset> loaded = LoadFashionMnist(kDataDir, DatasetSplit::kTest);
     CATCH_REQUIRE(loaded.ok());
     Reference r{*loaded, {}, {}};
@@ -139,7 +139,7 @@ const Reference& TestSplit() {
     r.labels.assign(l, l + r.data.size());
     return r;
   }();
-  return reference;
+  return kReference;
 }
 
 // Fashion-MNIST's normalisation, in every format alike.

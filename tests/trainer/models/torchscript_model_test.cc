@@ -51,8 +51,8 @@ torch::jit::Module Classifier(int64_t classes = 10) {
   return root;
 }
 
-std::string Save(torch::jit::Module module, const testing::TempDir& dir, const std::string& name) {
-  const std::string path = dir / name;
+std::string Save(const torch::jit::Module& module, const testing::TempDir& dir, const std::string& name) {
+  std::string path = dir / name;
   module.save(path);
   return path;
 }
