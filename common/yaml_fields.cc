@@ -55,6 +55,8 @@ Status ReadDouble(const YAML::Node& node, const std::string& where, double* out)
   } catch (const std::exception&) {
     return Status::InvalidArgument(where + ": '" + text + "' is not a number");
   }
+  // No field takes an infinity or a NaN, and a NaN would pass every range check after this one.
+  if (!std::isfinite(*out)) return Status::InvalidArgument(where + ": '" + text + "' is not a finite number");
   return Status::Ok();
 }
 

@@ -102,7 +102,9 @@ for target in "${targets[@]}"; do
     continue
   fi
   failed+=("$target")
-  grep -E 'ERROR: |runtime error: |SUMMARY: |==[0-9]+== ?ERROR' "$log" | head -n 5 | sed "s/^/fuzz.sh: $target: /"
+  # The report, the target's own message for a failed check, and where in the target it stopped.
+  grep -E 'ERROR: |runtime error: |SUMMARY: |==[0-9]+== ?ERROR|^fuzz check failed: | in LLVMFuzzerTestOneInput ' "$log" |
+    head -n 8 | sed "s/^/fuzz.sh: $target: /"
   crash=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
   if [[ -n $crash ]]; then
     echo "fuzz.sh: $target: FINDING (exit $status): the input is $crash"

@@ -82,6 +82,12 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"optimizer:\n  name: adagrad\n  lr_decay: -0.1\n", {"optimizer.lr_decay", "-0.1", ">= 0"}},
       {"optimizer:\n  name: adagrad\n  initial_accumulator_value: -1\n",
        {"optimizer.initial_accumulator_value", "-1", ">= 0"}},
+      // Found by fuzzing: an infinity or a NaN in a field no later check looked at (the data
+      // section of a built-in dataset) was accepted, and the resolved job's YAML (.nan) was not.
+      {"data:\n  mean: nan\n", {"job.yaml:2: data.mean", "'nan'", "not a finite number"}},
+      {"data:\n  divide_by: inf\n", {"job.yaml:2: data.divide_by", "'inf'", "not a finite number"}},
+      {"optimizer:\n  lr: nan\n", {"job.yaml:2: optimizer.lr", "'nan'", "not a finite number"}},
+      {"auto:\n  measure_seconds: -inf\n", {"auto.measure_seconds", "'-inf'", "not a finite number"}},
       {"optimizer:\n  nesterov: maybe\n", {"job.yaml:2: optimizer.nesterov", "'maybe'", "true or false"}},
       {"epochs: [1, 2\n", {"job.yaml", "not valid YAML"}},
       {"- epochs\n- 3\n", {"job.yaml", "expected a map"}},

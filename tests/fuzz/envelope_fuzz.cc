@@ -53,7 +53,7 @@ const JobOptions& TheJob() {
 // A property the code under test promises; a broken one is a finding.
 void Require(bool condition, const char* what) {
   if (condition) return;
-  std::fprintf(stderr, "broken: %s\n", what);
+  std::fprintf(stderr, "fuzz check failed: %s\n", what);
   std::abort();
 }
 

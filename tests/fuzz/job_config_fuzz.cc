@@ -15,12 +15,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string yaml = hetps::JobOptionsToYaml(*job);
   auto again = hetps::ParseJobYaml(yaml, "resolved job");
   if (!again.ok()) {
-    std::fprintf(stderr, "an accepted job's YAML is refused: %s\n%s\n", again.status().message().c_str(),
-                 yaml.c_str());
+    std::fprintf(stderr, "fuzz check failed: an accepted job's YAML is refused: %s\n%s\n",
+                 again.status().message().c_str(), yaml.c_str());
     std::abort();
   }
   if (hetps::JobOptionsToYaml(*again) != yaml) {
-    std::fprintf(stderr, "an accepted job's YAML changes when read back:\n%s\n", yaml.c_str());
+    std::fprintf(stderr, "fuzz check failed: an accepted job's YAML changes when read back:\n%s\n",
+                 yaml.c_str());
     std::abort();
   }
   return 0;

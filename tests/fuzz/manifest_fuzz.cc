@@ -16,12 +16,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string json = manifest->ToJson();
   auto again = hetps::Manifest::Parse(json, "manifest.json (written again)");
   if (!again.ok()) {
-    std::fprintf(stderr, "an accepted manifest is refused once written: %s\n%s\n",
+    std::fprintf(stderr, "fuzz check failed: an accepted manifest is refused once written: %s\n%s\n",
                  again.status().message().c_str(), json.c_str());
     std::abort();
   }
   if (again->ToJson() != json) {
-    std::fprintf(stderr, "an accepted manifest changes when written and read back:\n%s\n", json.c_str());
+    std::fprintf(stderr, "fuzz check failed: an accepted manifest changes when written and read back:\n%s\n",
+                 json.c_str());
     std::abort();
   }
   return 0;
