@@ -8,7 +8,8 @@
 # A build directory remembers its LibTorch: later builds there need no --torch, and asking for
 # the other one is an error (use another --build-dir).
 # --binaries-only builds hetps-scheduler, hetps-server, hetps-trainer, hetps-keygen and hetps-status
-# but not the tests. --target NAME (repeatable) builds that CMake target alone, e.g.
+# but not the tests; a build directory it configures has no tests (and needs no Catch2) until a
+# build without it adds them. --target NAME (repeatable) builds that CMake target alone, e.g.
 # hetps_pip_targets: what the tests labelled `pip` need (scripts/test.sh --pip-only).
 set -euo pipefail
 
@@ -16,12 +17,14 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir="$root/build"
 torch=${HETPS_TORCH:-}
 targets=()
+tests=ON
 usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while (($#)); do
   case $1 in
     --build-dir) [[ $# -ge 2 ]] || { echo "build.sh: --build-dir needs a value" >&2; exit 2; }; build_dir=$2; shift 2 ;;
     --torch) [[ $# -ge 2 ]] || { echo "build.sh: --torch needs a value" >&2; exit 2; }; torch=$2; shift 2 ;;
-    --binaries-only) targets+=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen hetps-status); shift ;;
+    --binaries-only) targets+=(--target hetps-scheduler hetps-server hetps-trainer hetps-keygen hetps-status)
+                     tests=OFF; shift ;;
     --target) [[ $# -ge 2 ]] || { echo "build.sh: --target needs a value" >&2; exit 2; }; targets+=(--target "$2"); shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
@@ -44,8 +47,11 @@ if [[ -f $cache ]]; then
   fi
   torch=$configured
   # Regenerate first if the sources' CMake files changed: a build of named targets would otherwise
-  # miss targets added since the last configuration.
-  cmake "$build_dir" >"$build_dir.configure.log" 2>&1 || {
+  # miss targets added since the last configuration. A full build adds the tests to a directory
+  # configured by --binaries-only.
+  regenerate=()
+  [[ $tests == ON ]] && grep -q '^HETPS_BUILD_TESTS:BOOL=OFF' "$cache" && regenerate=(-DHETPS_BUILD_TESTS=ON)
+  cmake "${regenerate[@]}" "$build_dir" >"$build_dir.configure.log" 2>&1 || {
     tail -n 30 "$build_dir.configure.log" >&2
     echo "build.sh: CMake could not regenerate $build_dir (all of it in $build_dir.configure.log)" >&2
     exit 1
@@ -65,7 +71,8 @@ else
   command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
   log="$build_dir.configure.log"
   mkdir -p "$build_dir"
-  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DHETPS_TORCH="$torch" "${launcher[@]}" \
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DHETPS_TORCH="$torch" \
+    -DHETPS_BUILD_TESTS="$tests" "${launcher[@]}" \
     >"$log" 2>&1 || {
     tail -n 30 "$log" >&2
     rm -f "$cache"  # so that the next run configures again
