@@ -5,7 +5,7 @@
 // memcpy of the model.
 //
 //   hetps-bench-pushpull [--mib 4,64,256] [--servers 1,2] [--seconds 3] [--wire-dtype fp32]
-//                        [--server-threads 1] [--device cpu] [--json FILE]
+//                        [--server-threads 1] [--partition-bytes N] [--device cpu] [--json FILE]
 // Prints a markdown table; --json writes one object per case, `ratio` being hetps round trips
 // per second over the echo's. With --device cuda (or mps) the gradient starts on the device and
 // the weights end there: each round trip includes the trainer's GPU data path (conversion to the
@@ -116,12 +116,13 @@ class DeviceRound {
 };
 
 Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dtype, size_t server_threads,
-                torch::Device device) {
+                uint64_t partition_bytes, torch::Device device) {
   const size_t floats = static_cast<size_t>(mib) << 18;
   const std::vector<hetps::TensorInfo> model = {
       {"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
   hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, servers, 1);
   job.wire_dtype = wire_dtype;
+  if (partition_bytes > 0) job.partition_bytes = partition_bytes;
   job.optimizer.lr = 1e-6;
   job.heartbeat_timeout_ms = 30000;
   job.request_timeout_ms = 600000;
@@ -179,6 +180,7 @@ int main(int argc, char** argv) {
   std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32", device_spec = "cpu";
   double seconds = 3;
   size_t server_threads = 1;
+  uint64_t partition_bytes = 0;
   CLI::App app("Push-pull round trips of the real client and servers against a bare ZeroMQ echo.",
                "hetps-bench-pushpull");
   app.add_option("--mib", mib_list, "Model sizes in MiB of float32, comma-separated")->default_val(mib_list);
@@ -192,6 +194,7 @@ int main(int argc, char** argv) {
   app.add_option("--server-threads", server_threads, "Worker threads per server (hetps-server --threads)")
       ->default_val(server_threads)
       ->check(CLI::Range(1, 256));
+  app.add_option("--partition-bytes", partition_bytes, "The job's partition_bytes (0: its default)");
   app.add_option("--device", device_spec, "Where the gradient starts and the weights end: cpu, cuda, mps")
       ->default_val(device_spec);
   app.add_option("--json", json_path, "Write the figures as JSON here");
@@ -210,7 +213,7 @@ int main(int argc, char** argv) {
   std::string json = "[\n";
   for (int servers : server_counts) {
     for (int mib : sizes) {
-      const Figures f = Measure(mib, servers, seconds, wire_dtype, server_threads, *device);
+      const Figures f = Measure(mib, servers, seconds, wire_dtype, server_threads, partition_bytes, *device);
       const double wire_bytes = static_cast<double>(size_t{1} << 20) * mib * hetps::DTypeSize(wire_dtype) / 4;
       const double gbps = f.hetps_rounds * wire_bytes / 1e9;
       const double ratio = f.hetps_rounds / f.echo_rounds;

@@ -4,7 +4,8 @@
 // The two run in alternating blocks, `--pairs` of them, both set up before the first; each block
 // gives a median, and the figures are the median of the blocks' medians with their range.
 //
-//   hetps-bench-rtt [--bytes 1024,65536,2359296] [--rounds 1000] [--pairs 3] [--json FILE]
+//   hetps-bench-rtt [--bytes 1024,65536,2359296] [--rounds 1000] [--pairs 3] [--partition-bytes N]
+//                   [--json FILE]
 // Prints a markdown table; --json writes {"median_us": the smallest model's median round trip,
 // "cases": [...]}.
 #include <algorithm>
@@ -60,12 +61,13 @@ struct Case {
   std::vector<double> hetps_us, echo_us;  // one median per block
 };
 
-Case Measure(size_t bytes, int rounds, int pairs) {
+Case Measure(size_t bytes, uint64_t partition_bytes, int rounds, int pairs) {
   const size_t floats = std::max<size_t>(1, bytes / sizeof(float));
   const std::vector<hetps::TensorInfo> model = {
       {"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
   hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, 1, 1);
   job.optimizer.lr = 1e-6;
+  if (partition_bytes > 0) job.partition_bytes = partition_bytes;
   job.heartbeat_timeout_ms = 30000;
   job.request_timeout_ms = 600000;
   hetps::testing::LocalCluster cluster(job);
@@ -123,6 +125,7 @@ int main(int argc, char** argv) {
   // 2359296 bytes: about the MLP's 2.2 MB of weights.
   std::string byte_list = "1024,65536,2359296", json_path;
   int rounds = 1000, pairs = 3;
+  uint64_t partition_bytes = 0;
   CLI::App app("Round trips of one small push-pull, timed one by one, against a bare ZeroMQ echo.",
                "hetps-bench-rtt");
   app.add_option("--bytes", byte_list, "Model sizes in bytes of float32, comma-separated")
@@ -133,6 +136,7 @@ int main(int argc, char** argv) {
   app.add_option("--pairs", pairs, "Alternating blocks of hetps and the echo")
       ->default_val(pairs)
       ->check(CLI::Range(1, 100));
+  app.add_option("--partition-bytes", partition_bytes, "The job's partition_bytes (0: its default)");
   app.add_option("--json", json_path, "Write the figures as JSON here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   const std::vector<size_t> sizes = ParseSizes(byte_list);
@@ -144,7 +148,7 @@ int main(int argc, char** argv) {
   std::string cases;
   double headline = 0;
   for (size_t bytes : sizes) {
-    const Case c = Measure(bytes, rounds, pairs);
+    const Case c = Measure(bytes, partition_bytes, rounds, pairs);
     const double hetps = Median(c.hetps_us), echo = Median(c.echo_us);
     const auto [hetps_min, hetps_max] = std::minmax_element(c.hetps_us.begin(), c.hetps_us.end());
     const auto [echo_min, echo_max] = std::minmax_element(c.echo_us.begin(), c.echo_us.end());

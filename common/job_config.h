@@ -109,8 +109,9 @@ struct JobOptions {
   OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
   wire::DType wire_dtype = wire::DType::F32;     // gradients and weights in flight: fp32 | bf16 |
                                                  // fp16 (the servers keep float32 master weights)
-  uint64_t partition_bytes = 4u << 20;           // largest partition: 4 MiB (BytePS's best); at
-                                                 // most max_message_bytes
+  uint64_t partition_bytes = 1u << 20;           // largest partition: 1 MiB (measured best on
+                                                 // loopback, docs/decisions.md); at most
+                                                 // max_message_bytes
   uint64_t max_message_bytes = 64u << 20;        // largest data-plane frame (a partition's bytes):
                                                  // 64 MiB; servers and trainers drop larger ones
   uint64_t max_model_bytes = uint64_t{1} << 30;  // largest model a trainer may register: 1 GiB of

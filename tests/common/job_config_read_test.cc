@@ -32,7 +32,7 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.optimizer.momentum == 0.0);
   CATCH_CHECK_FALSE(o.optimizer.nesterov);
   CATCH_CHECK(o.optimizer.weight_decay == 0.0);
-  CATCH_CHECK(o.partition_bytes == 4u << 20);
+  CATCH_CHECK(o.partition_bytes == 1u << 20);
   CATCH_CHECK(o.servers == 1);
   CATCH_CHECK(o.trainers == 1);
   CATCH_CHECK(o.max_trainers == 0);
