@@ -105,6 +105,7 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
     // A newcomer starts at the others' clocks, not at 0: ssp must not hold them back for it.
     TrainerClock& clock = clocks_[t];
     clock.pushed = std::max(clock.pushed, from->second);
+    clock.from = std::max(clock.from, from->second);
   }
   from_clocks_.clear();
   for (const auto& [t, from] : from_clocks) {
@@ -295,6 +296,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     const uint64_t partition_staleness = slot.version - used;
     staleness = std::max(staleness, partition_staleness);
     const void* grad = (*frames)[i].data();
+    uint64_t& partition_clock = slot.trainer_clocks[trainer];
+    partition_clock = std::max(partition_clock, push.clock() + 1);
     if (!sync) {
       // The staleness-aware rate weights the gradient, not the step: with momentum, dividing the
       // step would shrink the fresh gradients the buffer holds and let this one through at full
@@ -429,6 +432,22 @@ std::optional<uint64_t> Shard::SlowestClock() const {
   return slowest;
 }
 
+std::optional<uint64_t> Shard::SlowestClock(const std::vector<uint32_t>& partitions) const {
+  std::optional<uint64_t> slowest;
+  for (uint32_t t : live_trainers_) {
+    auto it = clocks_.find(t);
+    const TrainerClock clock = it == clocks_.end() ? TrainerClock{} : it->second;
+    if (clock.idle) continue;
+    for (uint32_t id : partitions) {
+      const Slot& slot = **Find(id);
+      auto pushed = slot.trainer_clocks.find(t);
+      const uint64_t steps = std::max(clock.from, pushed == slot.trainer_clocks.end() ? 0 : pushed->second);
+      slowest = std::min(slowest.value_or(steps), steps);
+    }
+  }
+  return slowest;
+}
+
 void Shard::RecordAdmission(uint64_t clock) {
   const auto slowest = SlowestClock();
   if (slowest && clock > *slowest) max_clock_gap_ = std::max(max_clock_gap_, clock - *slowest);
@@ -476,7 +495,7 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
     return true;  // async, or a sync job's first step
   }
   if (clock <= bound) return true;
-  const auto slowest = SlowestClock();
+  const auto slowest = SlowestClock(partitions);
   return !slowest || *slowest >= clock - bound;
 }
 

@@ -2,7 +2,8 @@
 // counters — and the consistency rules that decide when a push is applied and when a pull may be
 // answered (sync: one summed, batch-weighted update per round from every live trainer; async:
 // every push applied on arrival; ssp: pushes applied on arrival, and a trainer's pull at clock c
-// answered only once every live, busy trainer has pushed at least c - staleness steps).
+// answered only once every live, busy trainer has pushed at least c - staleness steps to each
+// partition the pull asks for).
 //
 // It also keeps the record the run summary and the metrics report: the staleness of every applied
 // push, the largest clock gap between trainers that it admitted, and the optimizer's seconds per
@@ -125,7 +126,8 @@ class Shard {
 
   // Whether the weights a pull asks for exist yet: every partition initialised and, unless
   // `latest`, in sync mode round `clock` complete, in ssp mode every live, busy trainer at least
-  // `clock - staleness` pushes along.
+  // `clock - staleness` pushes along on each of them. (Per partition: a step's gradients arrive
+  // in several pushes, and a pull answered after the first must not miss the others.)
   bool PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const;
 
   // Records that a pull at `clock` (not `latest`) was answered, for max_clock_gap.
@@ -209,6 +211,7 @@ class Shard {
     uint64_t version = 0;              // optimizer steps applied
     uint64_t round = 0;                // sync rounds completed
     bool initialized = false;
+    std::map<uint32_t, uint64_t> trainer_clocks;  // per trainer: its steps pushed to this partition
   };
 
   Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
@@ -245,11 +248,14 @@ class Shard {
   void ForgetProgress();
   // The rule of step `clock`: the job's mode, or in mode: auto the schedule's phase.
   ModeSchedule::Phase RuleAt(uint64_t clock) const;
-  // The fewest pushes of any live trainer that is not idle (ssp), or none when there is none.
+  // The fewest steps any live trainer that is not idle (ssp) has pushed: to this shard, or to
+  // every one of `partitions`; none when there is no such trainer.
   std::optional<uint64_t> SlowestClock() const;
+  std::optional<uint64_t> SlowestClock(const std::vector<uint32_t>& partitions) const;
 
   struct TrainerClock {
     uint64_t pushed = 0;  // pushes accepted: the trainer's clock
+    uint64_t from = 0;    // a trainer that joined a running job counts as this many steps along
     bool idle = false;    // ssp: said it has no data; no pull waits for it
   };
 

@@ -198,6 +198,7 @@ void Shard::Reset() {
 void Shard::ForgetProgress() {
   for (Slot& slot : slots_) {
     slot.pushed.clear();
+    slot.trainer_clocks.clear();
     slot.round_samples = 0;
     slot.last_round_samples = 0;
   }

@@ -549,4 +549,22 @@ CATCH_TEST_CASE("An ssp trainer that joins counts from its first clock, so it ho
   CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 7, false));
 }
 
+CATCH_TEST_CASE("An ssp pull waits for the slowest trainer's step on each partition it asks for",
+                "[ps][shard][ssp]") {
+  // A step's gradients come in several pushes (one per tensor as backward makes them): a trainer
+  // that has pushed part of step 0 has not pushed step 0 to the partitions still to come.
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kSsp, [](Shard::Options& o) { o.staleness = 0; });
+  shard->SetLiveTrainers({0, 1});
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 10, kGradA).ok());
+  CATCH_REQUIRE(Push(*shard, 1, MakePush(0, 10, {0}, {kGradB})).ok());
+  CATCH_CHECK(shard->PullReady({0}, 1, false));
+  CATCH_CHECK_FALSE(shard->PullReady({2}, 1, false));
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 1, false));
+  CATCH_REQUIRE(Push(*shard, 1, MakePush(0, 10, {2}, {kGradB})).ok());
+  CATCH_CHECK(shard->PullReady({0, 2}, 1, false));
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 2, false));
+}
+
 }  // namespace hetps
