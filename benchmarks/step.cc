@@ -167,17 +167,19 @@ int main(int argc, char** argv) {
   step_options.model_name = model_name;
   hetps::StepRunner runner(**model, **buffers, trainer.client(), *train, torch::kCPU, step_options);
   uint64_t clock = 0;
-  auto hetps_step = [&](const std::vector<int64_t>& indices) {
-    auto outcome = runner.Run(clock++, indices);
+  const int64_t n = train->size();
+  std::vector<int64_t> next;  // as the trainer does, the next batch is assembled during the wait
+  auto hetps_step = [&](int64_t k, const std::vector<int64_t>& indices) {
+    Indices(k + 1, batch, n, &next);
+    auto outcome = runner.Run(clock++, indices, next);
     if (!outcome.ok()) Fail(outcome.status());
   };
   PlainLoop plain(model_name, *train, lr, momentum);
 
   std::vector<int64_t> indices;
-  const int64_t n = train->size();
   for (int k = 0; k < 10; ++k) {  // warm-up: allocator, OpenMP, caches
     Indices(k, batch, n, &indices);
-    hetps_step(indices);
+    hetps_step(k, indices);
     plain.Step(indices);
   }
   const hetps::StepRunner::Timings warm = runner.timings();
@@ -188,7 +190,7 @@ int main(int argc, char** argv) {
     auto start = Clock::now();
     for (int k = 0; k < steps; ++k) {
       Indices(first + k, batch, n, &indices);
-      hetps_step(indices);
+      hetps_step(first + k, indices);
     }
     const double hetps_block = Since(start);
     hetps_seconds += hetps_block;

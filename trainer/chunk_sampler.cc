@@ -74,6 +74,19 @@ Result<std::vector<int64_t>> ChunkSampler::Next(uint32_t epoch, size_t count, ui
   return indices;
 }
 
+std::vector<int64_t> ChunkSampler::Peek(size_t count) {
+  std::vector<int64_t> indices;
+  indices.reserve(count);
+  for (const Held& chunk : held_) {
+    if (indices.size() == count) break;
+    const std::vector<int64_t>& order = Permutation(chunk.epoch);
+    const uint64_t take = std::min<uint64_t>(count - indices.size(), chunk.end - chunk.next);
+    indices.insert(indices.end(), order.begin() + chunk.next, order.begin() + chunk.next + take);
+  }
+  if (indices.size() < count) indices.clear();
+  return indices;
+}
+
 Result<bool> ChunkSampler::FlushAndCheckComplete(uint32_t epoch, uint64_t clock) {
   finished_.insert(finished_.end(), drained_.begin(), drained_.end());
   drained_.clear();

@@ -29,6 +29,10 @@ class ChunkSampler {
   // once the batch holding it has been trained.
   Result<std::vector<int64_t>> Next(uint32_t epoch, size_t count, uint64_t clock);
 
+  // The `count` sample indices the next call of Next() will hand out, when the chunks held
+  // cover them; none otherwise (Next() will ask the scheduler for more). Changes nothing.
+  std::vector<int64_t> Peek(size_t count);
+
   // Reports the chunks finished so far and tells whether every chunk of `epoch` has been trained
   // (by any trainer). A trainer that has run out of its last epoch asks until it is. A chunk
   // granted meanwhile (one a trainer that died or left gave back) is held: false, and Next()

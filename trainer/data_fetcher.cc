@@ -143,6 +143,15 @@ Status DataFetcher::Ensure(DatasetSplit split, const int64_t* indices, size_t co
   return Status::Ok();
 }
 
+bool DataFetcher::Holds(DatasetSplit split, const int64_t* indices, size_t count) const {
+  const std::vector<bool>& present = split == DatasetSplit::kTrain ? train_present_ : test_present_;
+  for (size_t i = 0; i < count; ++i) {
+    if (indices[i] < 0 || static_cast<size_t>(indices[i]) >= present.size() || !present[indices[i]])
+      return false;
+  }
+  return true;
+}
+
 Status DataFetcher::Fetch(DatasetSplit split, const std::vector<uint64_t>& indices) {
   HostDataset& data = split == DatasetSplit::kTrain ? *train_ : *test_;
   const wire::DataSplit wire_split =

@@ -44,6 +44,8 @@ class DataFetcher {
   // of at most the layout's max_reply_bytes. A reply whose checksum differs is counted and asked
   // for again, up to 5 times; then DataLoss-like Internal error naming the samples.
   Status Ensure(DatasetSplit split, const int64_t* indices, size_t count);
+  // Whether every one of the samples is here (or was asked for already), so Ensure() would not fetch.
+  bool Holds(DatasetSplit split, const int64_t* indices, size_t count) const;
   // Every sample of `split`.
   Status EnsureAll(DatasetSplit split);
 

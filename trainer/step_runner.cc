@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <memory>
 #include <thread>
+#include <utility>
 
 #include <torch/torch.h>
 
@@ -55,13 +56,15 @@ StepRunner::~StepRunner() {
   if (overlapping_) buffers_.SetGradientHook(nullptr);
 }
 
-Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<int64_t>& indices) {
+Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<int64_t>& indices,
+                                            const std::vector<int64_t>& next) {
   Outcome outcome;
   client_.BeginStep(clock, static_cast<uint32_t>(indices.size()));
   const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
   if (!indices.empty()) {
     HETPS_RETURN_IF_ERROR(options_.staging ? ComputeStaged(indices, &outcome) : Compute(indices, &outcome));
   }
+  if (!next.empty()) HETPS_RETURN_IF_ERROR(Prepare(next));
   auto start = Clock::now();
   HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
   double host_to_device = SecondsSince(start);
@@ -85,7 +88,7 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
 Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* loss_value) {
   const auto start = Clock::now();
   try {
-    Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
+    Batch batch = TakeBatch(indices);
     buffers_.ClearGradients();
     const auto forward_start = Clock::now();
     torch::Tensor loss = BatchLoss(options_.loss, model_.forward(batch.input), batch.target);
@@ -99,16 +102,45 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
     timings_.forward += std::chrono::duration<double>(backward_start - forward_start).count();
     timings_.backward += SecondsSince(backward_start) - (timings_.hand_off - hand_off_before);
     timings_.compute += SecondsSince(start);
-  } catch (const c10::Error& e) {
+  } catch (const std::exception& e) {  // c10::Error, or e.g. std::bad_alloc, on the compute thread too
     in_backward_ = false;
-    return Status::Internal("LibTorch failed in a training step of model " + options_.model_name + " on " +
-                            DeviceDescription(device_) + ": " + e.what_without_backtrace());
-  } catch (const std::exception& e) {  // e.g. std::bad_alloc, on the compute thread too
-    in_backward_ = false;
-    return Status::Internal("a training step of model " + options_.model_name + " on " +
-                            DeviceDescription(device_) + " failed: " + e.what());
+    return LibTorchFailure(e, "a training step");
   }
   return Status::Ok();
+}
+
+Status StepRunner::Prepare(const std::vector<int64_t>& indices) {
+  const auto start = Clock::now();
+  try {
+    prepared_ = MakeBatch(train_, indices.data(), indices.size(), device_);
+    prepared_indices_ = indices;
+  } catch (const std::exception& e) {
+    prepared_.reset();
+    return LibTorchFailure(e, "assembling the next batch");
+  }
+  const double seconds = SecondsSince(start);
+  timings_.batch += seconds;  // a step's batch, assembled early
+  timings_.compute += seconds;
+  return Status::Ok();
+}
+
+Batch StepRunner::TakeBatch(const std::vector<int64_t>& indices) {
+  std::optional<Batch> prepared = std::exchange(prepared_, std::nullopt);
+  if (prepared && prepared_indices_ == indices) {
+    ++timings_.prepared;
+    return std::move(*prepared);
+  }
+  return MakeBatch(train_, indices.data(), indices.size(), device_);
+}
+
+Status StepRunner::LibTorchFailure(const std::exception& e, const char* doing) const {
+  const auto* error = dynamic_cast<const c10::Error*>(&e);
+  if (error != nullptr) {
+    return Status::Internal(std::string("LibTorch failed in ") + doing + " of model " + options_.model_name +
+                            " on " + DeviceDescription(device_) + ": " + error->what_without_backtrace());
+  }
+  return Status::Internal(std::string(doing) + " of model " + options_.model_name + " on " +
+                          DeviceDescription(device_) + " failed: " + e.what());
 }
 
 Status StepRunner::Compute(const std::vector<int64_t>& indices, Outcome* outcome) {

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "common/job_config.h"
 #include "common/status.h"
 #include "trainer/data/fashion_mnist.h"
+#include "trainer/data/tensor_dataset.h"
 #include "trainer/device/compute_thread.h"
 #include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
@@ -69,6 +71,7 @@ class StepRunner {
     double device_to_host = 0;  // waiting for gradient copies to finish (GPU)
     double wire = 0;            // from the last push to the last weights received
     double host_to_device = 0;  // enqueueing weight copies and waiting for the previous ones
+    uint64_t prepared = 0;      // steps whose batch was assembled during the previous one's wait
     // "compute 41.2 ms, device-to-host 0.0 ms, wire 12.1 ms, host-to-device 0.0 ms per step
     // (batch 0.20 ms, forward 18.00 ms, backward 22.00 ms, hand-off 1.00 ms)"
     std::string ToString() const;
@@ -79,9 +82,13 @@ class StepRunner {
   bool overlapping() const { return overlapping_; }
 
   // Step `clock` on the samples `indices` (none: takes part in the sync round without data).
+  // `next`, when not empty, are the samples of the step after this one as far as the caller
+  // knows them: their batch is assembled after this step's last push, while the servers apply it,
+  // and the next Run() on the same samples takes that batch instead of assembling its own.
   // A LibTorch failure is an Internal error naming the model's device (and the tensor, for a
   // copy); a failed push or pull is the PS client's error. Never throws c10::Error.
-  Result<Outcome> Run(uint64_t clock, const std::vector<int64_t>& indices);
+  Result<Outcome> Run(uint64_t clock, const std::vector<int64_t>& indices,
+                      const std::vector<int64_t>& next = {});
 
  private:
   // Forward and backward on `indices`, pushing every gradient of the step under way.
@@ -90,6 +97,12 @@ class StepRunner {
   Status ComputeStaged(const std::vector<int64_t>& indices, Outcome* outcome);
   // Forward and backward; the loss into `loss`. Internal naming the device on a LibTorch failure.
   Status ForwardBackward(const std::vector<int64_t>& indices, double* loss);
+  // Assembles the batch of `indices` for a later step (Run's `next`).
+  Status Prepare(const std::vector<int64_t>& indices);
+  // The batch of `indices`: the one prepared, if it was for these samples, or a new one.
+  Batch TakeBatch(const std::vector<int64_t>& indices);
+  // Internal naming the model and the device, for an exception LibTorch threw while `doing`.
+  Status LibTorchFailure(const std::exception& e, const char* doing) const;
   // Pushes the gradients not pushed yet (all without overlap; parameters without one).
   Status PushRemaining();
   // Pushes the gradients the staging has ready, waiting up to `timeout` for the first.
@@ -110,6 +123,8 @@ class StepRunner {
   std::atomic<bool> in_backward_{false};
   Status push_status_;                      // the first failed push of the step under way
   std::unique_ptr<ComputeThread> compute_;  // with staging only
+  std::optional<Batch> prepared_;           // assembled by Prepare() for prepared_indices_
+  std::vector<int64_t> prepared_indices_;
   Timings timings_;
 };
 

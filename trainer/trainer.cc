@@ -162,7 +162,12 @@ Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* rou
   const auto started = std::chrono::steady_clock::now();
   // Chunks arrive when granted; this catches positions restored from a checkpoint.
   if (fetcher_) HETPS_RETURN_IF_ERROR(fetcher_->Ensure(DatasetSplit::kTrain, indices.data(), indices.size()));
-  auto outcome = step_->Run(clock_, indices);
+  // The next step's samples, when the chunks held already cover them (and, with served data, the
+  // samples are here): their batch is assembled while this step waits for its weights.
+  std::vector<int64_t> next;
+  if (!indices.empty()) next = sampler_->Peek(job_.batch_size);
+  if (fetcher_ && !fetcher_->Holds(DatasetSplit::kTrain, next.data(), next.size())) next.clear();
+  auto outcome = step_->Run(clock_, indices, next);
   if (!outcome.ok()) return outcome.status();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   const double waited = std::max(0.0, seconds - outcome->compute_seconds);

@@ -76,6 +76,7 @@ class ScriptedTrainer {
   const ShardMap& map() const { return *map_; }
   uint32_t rank() const { return sender_.rank(); }
   ControlChannel& control() { return *control_; }
+  Sender& sender() { return sender_; }
   // The shard map's max_message_bytes as received, and server `s`'s data endpoint.
   uint64_t max_message_bytes() const { return max_message_bytes_; }
   const std::string& client_endpoint(uint32_t s) const { return endpoints_[s]; }

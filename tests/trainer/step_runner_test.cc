@@ -2,7 +2,9 @@
 // converted and copied through host buffers and sent once its copy has finished, weights return
 // through the copy stream), run on the CPU with a fake copy stream that defers every copy: it must
 // train to exactly the weights of the direct CPU path, and a device error in a step must end the
-// trainer with a Status naming the tensor and the device while the job goes on.
+// trainer with a Status naming the tensor and the device while the job goes on. And the next
+// step's batch, assembled while a step waits for its weights: the samples the chunks held say come
+// next, and exactly the training of a batch assembled at its own step.
 #include <catch2/catch.hpp>
 
 #include <functional>
@@ -11,6 +13,11 @@
 
 #include "tests/support/fake_copy_stream.h"
 #include "tests/support/local_cluster.h"
+#include "trainer/chunk_sampler.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/device/model_buffers.h"
+#include "trainer/models/models.h"
+#include "trainer/step_runner.h"
 #include "trainer/trainer.h"
 
 namespace hetps {
@@ -56,7 +63,111 @@ Run RunJob(ConsistencyMode mode, uint32_t trainers, const std::function<void(Job
   return run;
 }
 
+// The losses of `steps` sync steps of the mlp through a StepRunner (1 trainer, 1 server), batch
+// k being samples [16k, 16k + 16). With `prefetch`, each step names the next one's samples, but
+// step `wrong` names other samples than its successor's. The final weights go to `weights`.
+std::vector<double> StepLosses(const Dataset& train, int steps, bool prefetch, int wrong,
+                               std::vector<torch::Tensor>* weights, uint64_t* prepared) {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  job.global_batch_size = 16;
+  job.optimizer.lr = 0.05;
+  job.optimizer.momentum = 0.9;
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+  auto model = BuildModel("mlp", 1);
+  CATCH_REQUIRE(model.ok());
+  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
+  CATCH_REQUIRE(buffers.ok());
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
+  auto initial = (*buffers)->HostWeights();
+  CATCH_REQUIRE(initial.ok());
+  CATCH_REQUIRE(trainer.client().InitWeights(initial->data, initial->owner).ok());
+  CATCH_REQUIRE(trainer.client().Pull(0, false, (*buffers)->weight_targets()).ok());
+  CATCH_REQUIRE((*buffers)->CommitWeights().ok());
+  StepRunner::Options options;
+  options.model_name = "mlp";
+  StepRunner runner(**model, **buffers, trainer.client(), train, torch::kCPU, options);
+  auto batch = [](int64_t k, int64_t offset = 0) {
+    std::vector<int64_t> indices(16);
+    for (int64_t i = 0; i < 16; ++i) indices[i] = 16 * k + i + offset;
+    return indices;
+  };
+  std::vector<double> losses;
+  for (int k = 0; k < steps; ++k) {
+    std::vector<int64_t> next;
+    if (prefetch) next = batch(k + 1, k == wrong ? 1 : 0);
+    auto outcome = runner.Run(static_cast<uint64_t>(k), batch(k), next);
+    CATCH_REQUIRE(outcome.ok());
+    losses.push_back(outcome->loss);
+  }
+  weights->clear();
+  for (const auto& parameter : (*model)->parameters()) weights->push_back(parameter.detach().clone());
+  *prepared = runner.timings().prepared;
+  cluster.Stop();
+  return losses;
+}
+
 }  // namespace
+
+CATCH_TEST_CASE(
+    "A batch assembled during the previous step's wait trains exactly as one assembled at its step",
+    "[trainer][step]") {
+  auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
+  CATCH_REQUIRE(train.ok());
+  const int steps = 12, wrong = 5;
+  std::vector<torch::Tensor> plain_weights, prefetched_weights;
+  uint64_t plain_prepared = 0, prepared = 0;
+  const std::vector<double> plain = StepLosses(*train, steps, false, -1, &plain_weights, &plain_prepared);
+  const std::vector<double> prefetched =
+      StepLosses(*train, steps, true, wrong, &prefetched_weights, &prepared);
+  CATCH_CHECK(plain_prepared == 0);
+  // Every step but the first and the one after the wrong guess took the batch made in advance.
+  CATCH_CHECK(prepared == static_cast<uint64_t>(steps - 2));
+  CATCH_REQUIRE(prefetched.size() == plain.size());
+  for (int k = 0; k < steps; ++k) {
+    CATCH_INFO("step " << k);
+    CATCH_CHECK(prefetched[k] == plain[k]);  // the batch is the step's own, also after the wrong guess
+  }
+  CATCH_REQUIRE(prefetched_weights.size() == plain_weights.size());
+  for (size_t t = 0; t < plain_weights.size(); ++t)
+    CATCH_CHECK(torch::equal(prefetched_weights[t], plain_weights[t]));
+}
+
+CATCH_TEST_CASE("ChunkSampler::Peek names the samples the next Next() hands out, and changes nothing",
+                "[trainer][chunks]") {
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  job.max_train_samples = 1000;
+  job.chunk_samples = 100;
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+  auto model = BuildModel("mlp", 1);
+  CATCH_REQUIRE(model.ok());
+  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
+  CATCH_REQUIRE(buffers.ok());
+  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
+  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
+  ChunkSampler sampler(&trainer.control(), &trainer.sender(), 1000, job.seed,
+                       std::chrono::milliseconds(5000));
+  CATCH_CHECK(sampler.Peek(48).empty());  // nothing held before the first chunk is asked for
+  size_t handed_out = 0, peeked = 0;
+  for (uint64_t clock = 0; handed_out < 1000; ++clock) {
+    const std::vector<int64_t> peek = sampler.Peek(48);
+    CATCH_CHECK(sampler.Peek(48) == peek);
+    auto next = sampler.Next(0, 48, clock);
+    CATCH_REQUIRE(next.ok());
+    CATCH_REQUIRE(!next->empty());
+    handed_out += next->size();
+    if (peek.empty()) continue;
+    ++peeked;
+    CATCH_CHECK(peek == *next);
+  }
+  CATCH_CHECK(handed_out == 1000);
+  // Chunks of 100 and batches of 48: a batch that needs a chunk not yet asked for cannot be
+  // named in advance, every other one can (the first of each chunk's two or three batches).
+  CATCH_CHECK(peeked >= 9);
+  cluster.Stop();
+}
 
 CATCH_TEST_CASE("Training through the staged device path gives exactly the weights of the direct path",
                 "[trainer][device][staging]") {
