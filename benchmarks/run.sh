@@ -16,8 +16,8 @@
 #             same messages, three alternating blocks (median_us: the 1 KiB model's median)
 #   step      hetps's trainer step (StepRunner against a server in the same process over inproc)
 #             against the plain loop in C++ and in Python (Debian's python3-torch), CNN and MLP,
-#             1 and 2 threads, three alternating pairs (ratio: hetps samples/s over the faster
-#             plain loop's), with where each step's time goes
+#             1 and 2 threads, three runs of five alternating blocks (ratio: hetps over the
+#             faster plain loop, the median of the runs), with where each step's time goes
 #   scaling   jobs of 1, 2 and 4 trainers (64 samples each per step) against 1 and 2 servers,
 #             CNN and MLP, sync and async, through launch_local.sh: samples/s, each trainer's
 #             step split (compute, hand-off, wire), bytes per sample on the wire (the loopback
@@ -89,18 +89,20 @@ case $name in
     ;;
   step)
     need hetps-bench-step
-    if ((quick)); then models="cnn"; thread_counts="1"; steps=20; pairs=1
-    else models="cnn mlp"; thread_counts="1 2"; steps=150; pairs=3; fi
+    # blocks: short alternating blocks of hetps and the C++ loop within one process, so that the
+    # host's drift (+-25% over seconds here) falls on both alike; a run's ratio to the C++ loop is
+    # the median of its blocks' ratios. The Python loop runs as many steps after each run.
+    if ((quick)); then models="cnn"; thread_counts="1"; steps=10; blocks=2; pairs=1
+    else models="cnn mlp"; thread_counts="1 2"; steps=30; blocks=5; pairs=3; fi
     work=$(mktemp -d)
     trap 'rm -rf "$work"' EXIT
-    # Each pair: hetps-bench-step (its hetps block, then its plain C++ block), then the Python loop.
     for model in $models; do
       for threads in $thread_counts; do
         for ((pair = 1; pair <= pairs; pair++)); do
-          "$bin/hetps-bench-step" --model "$model" --threads "$threads" --steps "$steps" --pairs 1 \
+          "$bin/hetps-bench-step" --model "$model" --threads "$threads" --steps "$steps" --pairs "$blocks" \
             > "$work/$model-$threads-$pair.cpp.json"
           /usr/bin/python3 "$root/benchmarks/step_loop.py" --model "$model" --threads "$threads" \
-            --steps "$steps" --pairs 1 > "$work/$model-$threads-$pair.py.json"
+            --steps $((steps * blocks)) --pairs 1 > "$work/$model-$threads-$pair.py.json"
         done
       done
     done
@@ -118,9 +120,12 @@ for model in models:
         for pair in range(1, pairs + 1):
             cpp = json.load(open(f"{work}/{model}-{t}-{pair}.cpp.json"))
             py = json.load(open(f"{work}/{model}-{t}-{pair}.py.json"))
-            faster = max(cpp["plain_samples_per_second"], py["samples_per_second"])
+            # Against the C++ loop, the median of the blocks' ratios (alternated in one process);
+            # against Python, the run's samples/s over the Python loop's run right after it.
+            ratio = min(cpp["ratio_vs_plain"], cpp["hetps_samples_per_second"] / py["samples_per_second"])
             runs.append({"hetps": cpp["hetps_samples_per_second"], "plain_cpp": cpp["plain_samples_per_second"],
-                         "plain_python": py["samples_per_second"], "ratio": cpp["hetps_samples_per_second"] / faster,
+                         "plain_python": py["samples_per_second"], "ratio": ratio,
+                         "ratio_vs_cpp_blocks": [b["ratio"] for b in cpp["pairs"]],
                          "hetps_phases_us": cpp["hetps_phases_us"], "plain_cpp_phases_us": cpp["plain_phases_us"],
                          "plain_python_phases_us": py["phases_us"]})
         med = lambda key: statistics.median(r[key] for r in runs)
@@ -133,7 +138,7 @@ for model in models:
               f"{case['plain_python_samples_per_second']:.0f} | {case['ratio']:.3f} "
               f"({case['ratio_min']:.3f}–{case['ratio_max']:.3f}) |")
 print()
-print("Microseconds per step (the last pair):")
+print("Microseconds per step (the last run):")
 for case in cases:
     last = case["pairs"][-1]
     print(f"- {case['model']}, {case['threads']} thread(s): hetps {last['hetps_phases_us']}; "
@@ -195,7 +200,7 @@ json.dump([case], open(sys.argv[3], "w"), indent=2)
 PY
     ;;
   scaling)
-    for program in hetps-scheduler hetps-server hetps-trainer; do need "$program"; done
+    for program in hetps-scheduler hetps-server hetps-trainer hetps-bench-local-loop; do need "$program"; done
     if ((quick)); then models="mlp"; trainer_counts="1 2"; cnn_steps=10; mlp_steps=20
     else models="cnn mlp"; trainer_counts="1 2 4"; cnn_steps=${steps_flag:-100}; mlp_steps=$((4 * ${steps_flag:-100})); fi
     modes="sync async"; server_counts="1 2"; batch=64
@@ -214,6 +219,18 @@ PY
       echo "run.sh: no network namespace (not root?): bytes on the wire are not measured, only the payload's"
     fi
     lo_bytes() { ((${#netns[@]})) && "${netns[@]}" cat /sys/class/net/lo/statistics/tx_bytes || echo 0; }
+    # The plain single-process loop (same model, batch, optimizer, 1 thread) alone and two of it at
+    # once on the same cores, right before the 1-server 2-trainer job of each model and mode: the
+    # baselines of that job (the two loops' evaluations may overlap the other's training, which
+    # favours the baseline).
+    plain_loops() {
+      local loop=("$bin/hetps-bench-local-loop" --model "$1" --batch "$batch" --steps "$2" --threads 1
+                  --lr 0.05 --momentum 0.9)
+      "${loop[@]}" > "$3.alone.json"
+      "${loop[@]}" > "$3.first.json" & local first=$!
+      "${loop[@]}" > "$3.second.json" || { wait "$first"; return 1; }
+      wait "$first"
+    }
     load_before=$(cut -d' ' -f1-3 /proc/loadavg)
     for model in $models; do
       steps=$cnn_steps; [[ $model == mlp ]] && steps=$mlp_steps
@@ -221,6 +238,10 @@ PY
         for servers in $server_counts; do
           for trainers in $trainer_counts; do
             case=$model-$mode-$servers-$trainers
+            if ((servers == 1 && trainers == 2)); then
+              plain_loops "$model" "$steps" "$work/$model-$mode-plain" || {
+                echo "run.sh: the plain $model loop failed" >&2; exit 1; }
+            fi
             before=$(lo_bytes)
             "${netns[@]}" "$root/scripts/launch_local.sh" --no-build --build-dir "$build_dir" --device "$device" \
               --config "$root/configs/fashion_mnist.yaml" --model "$model" --mode "$mode" \
@@ -282,6 +303,18 @@ for c in cases:
     one = next(o for o in cases if (o["model"], o["mode"], o["servers"], o["trainers"]) ==
                (c["model"], c["mode"], c["servers"], 1))
     c["ratio"] = c["samples_per_second"] / (c["trainers"] * one["samples_per_second"])
+# The 1-server 2-trainer jobs against the plain loop measured right before each.
+rate = lambda path: json.load(open(path))["train_samples_per_second"]
+baselines = []
+for c in cases:
+    if (c["servers"], c["trainers"]) != (1, 2):
+        continue
+    base = f"{work}/{c['model']}-{c['mode']}-plain"
+    alone, pair = rate(f"{base}.alone.json"), rate(f"{base}.first.json") + rate(f"{base}.second.json")
+    baselines.append({"model": c["model"], "mode": c["mode"], "samples_per_second": c["samples_per_second"],
+                      "plain_loop_samples_per_second": alone, "two_plain_loops_samples_per_second": pair,
+                      "ratio_vs_twice_plain_loop": c["samples_per_second"] / (2 * alone),
+                      "ratio_vs_two_plain_loops": c["samples_per_second"] / pair})
 print(f"{cores} cores shared by the scheduler, the servers and the trainers of each job (load before "
       f"{load_before}, after {load_after}); ratio: samples/s over trainers x the 1-trainer job's.\n")
 print("| model | mode | servers | trainers | samples/s | ratio | step ms | compute | hand-off | wire | "
@@ -293,8 +326,18 @@ for c in cases:
     print(f"| {c['model']} | {c['mode']} | {c['servers']} | {c['trainers']} | {c['samples_per_second']:.0f} | "
           f"{c['ratio']:.2f} | {m['step']:.1f} | {m['compute']:.1f} | {m['hand_off']:.2f} | {m['wire']:.1f} | "
           f"{wire} ({c['payload_bytes_per_sample']:.0f}) |")
+print("\n1 server and 2 trainers against the plain loop (1 thread) measured right before, alone and "
+      "two at once:\n")
+print("| model | mode | hetps samples/s | plain loop | two plain loops at once | hetps / (2 x plain) | "
+      "hetps / two loops |")
+print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
+for b in baselines:
+    print(f"| {b['model']} | {b['mode']} | {b['samples_per_second']:.0f} | {b['plain_loop_samples_per_second']:.0f} | "
+          f"{b['two_plain_loops_samples_per_second']:.0f} | {b['ratio_vs_twice_plain_loop']:.2f} | "
+          f"{b['ratio_vs_two_plain_loops']:.2f} |")
 json.dump({"machine": cpu, "cores": cores, "cores_shared": True, "load_before": load_before,
-           "load_after": load_after, "wire_measured": measured, "batch_per_trainer": batch, "cases": cases},
+           "load_after": load_after, "wire_measured": measured, "batch_per_trainer": batch, "cases": cases,
+           "baselines": baselines},
           open(out, "w"), indent=1)
 PY
     /usr/bin/python3 "$root/benchmarks/scaling_model.py" "$json"

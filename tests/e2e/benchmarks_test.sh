@@ -41,6 +41,10 @@ if sys.argv[2] == "scaling":
     assert {p["trainers"] for p in data["predictions"] if p["case"] == "cluster"} == {8, 32, 128}
     for p in data["predictions"]:
         assert all(v > 0 for k, v in p.items() if k.endswith("samples_per_second")), p
+    assert [(b["model"], b["mode"]) for b in data["baselines"]] == [("mlp", "sync"), ("mlp", "async")], data
+    for b in data["baselines"]:
+        assert min(b["plain_loop_samples_per_second"], b["two_plain_loops_samples_per_second"]) > 0, b
+        assert b["ratio_vs_two_plain_loops"] == b["samples_per_second"] / b["two_plain_loops_samples_per_second"], b
 assert cases, f"{sys.argv[2]}: no cases"
 for c in cases:
     assert math.isfinite(c["ratio"]) and c["ratio"] > 0, c
