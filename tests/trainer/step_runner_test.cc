@@ -63,6 +63,28 @@ Run RunJob(ConsistencyMode mode, uint32_t trainers, const std::function<void(Job
   return run;
 }
 
+// A job of one server and one scripted trainer on the mlp, started and set up; stopped when
+// it goes out of scope.
+struct ScriptedMlp {
+  explicit ScriptedMlp(const JobOptions& job) : cluster(job) {
+    CATCH_REQUIRE(cluster.Start().ok());
+    auto built = BuildModel("mlp", 1);
+    CATCH_REQUIRE(built.ok());
+    model = *built;
+    auto made = ModelBuffers::Create(*model, torch::kCPU);
+    CATCH_REQUIRE(made.ok());
+    buffers = std::move(*made);
+    trainer = std::make_unique<testing::ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint());
+    CATCH_REQUIRE(trainer->Setup(buffers->signature()).ok());
+  }
+  ~ScriptedMlp() { cluster.Stop(); }
+
+  testing::LocalCluster cluster;
+  std::shared_ptr<Model> model;
+  std::unique_ptr<ModelBuffers> buffers;
+  std::unique_ptr<testing::ScriptedTrainer> trainer;  // once the scheduler listens
+};
+
 // The losses of `steps` sync steps of the mlp through a StepRunner (1 trainer, 1 server), batch
 // k being samples [16k, 16k + 16). With `prefetch`, each step names the next one's samples, but
 // step `wrong` names other samples than its successor's. The final weights go to `weights`.
@@ -72,22 +94,15 @@ std::vector<double> StepLosses(const Dataset& train, int steps, bool prefetch, i
   job.global_batch_size = 16;
   job.optimizer.lr = 0.05;
   job.optimizer.momentum = 0.9;
-  testing::LocalCluster cluster(job);
-  CATCH_REQUIRE(cluster.Start().ok());
-  auto model = BuildModel("mlp", 1);
-  CATCH_REQUIRE(model.ok());
-  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
-  CATCH_REQUIRE(buffers.ok());
-  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
-  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
-  auto initial = (*buffers)->HostWeights();
+  ScriptedMlp mlp(job);
+  auto initial = mlp.buffers->HostWeights();
   CATCH_REQUIRE(initial.ok());
-  CATCH_REQUIRE(trainer.client().InitWeights(initial->data, initial->owner).ok());
-  CATCH_REQUIRE(trainer.client().Pull(0, false, (*buffers)->weight_targets()).ok());
-  CATCH_REQUIRE((*buffers)->CommitWeights().ok());
+  CATCH_REQUIRE(mlp.trainer->client().InitWeights(initial->data, initial->owner).ok());
+  CATCH_REQUIRE(mlp.trainer->client().Pull(0, false, mlp.buffers->weight_targets()).ok());
+  CATCH_REQUIRE(mlp.buffers->CommitWeights().ok());
   StepRunner::Options options;
   options.model_name = "mlp";
-  StepRunner runner(**model, **buffers, trainer.client(), train, torch::kCPU, options);
+  StepRunner runner(*mlp.model, *mlp.buffers, mlp.trainer->client(), train, torch::kCPU, options);
   auto batch = [](int64_t k, int64_t offset = 0) {
     std::vector<int64_t> indices(16);
     for (int64_t i = 0; i < 16; ++i) indices[i] = 16 * k + i + offset;
@@ -102,9 +117,8 @@ std::vector<double> StepLosses(const Dataset& train, int steps, bool prefetch, i
     losses.push_back(outcome->loss);
   }
   weights->clear();
-  for (const auto& parameter : (*model)->parameters()) weights->push_back(parameter.detach().clone());
+  for (const auto& parameter : mlp.model->parameters()) weights->push_back(parameter.detach().clone());
   *prepared = runner.timings().prepared;
-  cluster.Stop();
   return losses;
 }
 
@@ -139,15 +153,8 @@ CATCH_TEST_CASE("ChunkSampler::Peek names the samples the next Next() hands out,
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
   job.max_train_samples = 1000;
   job.chunk_samples = 100;
-  testing::LocalCluster cluster(job);
-  CATCH_REQUIRE(cluster.Start().ok());
-  auto model = BuildModel("mlp", 1);
-  CATCH_REQUIRE(model.ok());
-  auto buffers = ModelBuffers::Create(**model, torch::kCPU);
-  CATCH_REQUIRE(buffers.ok());
-  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
-  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
-  ChunkSampler sampler(&trainer.control(), &trainer.sender(), 1000, job.seed,
+  ScriptedMlp mlp(job);
+  ChunkSampler sampler(&mlp.trainer->control(), &mlp.trainer->sender(), 1000, job.seed,
                        std::chrono::milliseconds(5000));
   CATCH_CHECK(sampler.Peek(48).empty());  // nothing held before the first chunk is asked for
   size_t handed_out = 0, peeked = 0;
@@ -166,7 +173,6 @@ CATCH_TEST_CASE("ChunkSampler::Peek names the samples the next Next() hands out,
   // Chunks of 100 and batches of 48: a batch that needs a chunk not yet asked for cannot be
   // named in advance, every other one can (the first of each chunk's two or three batches).
   CATCH_CHECK(peeked >= 9);
-  cluster.Stop();
 }
 
 CATCH_TEST_CASE("Training through the staged device path gives exactly the weights of the direct path",
