@@ -64,7 +64,7 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
   if (!indices.empty()) {
     HETPS_RETURN_IF_ERROR(options_.staging ? ComputeStaged(indices, &outcome) : Compute(indices, &outcome));
   }
-  if (!next.empty()) HETPS_RETURN_IF_ERROR(Prepare(next));
+  if (!next.empty()) Prepare(next);
   auto start = Clock::now();
   HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
   double host_to_device = SecondsSince(start);
@@ -102,26 +102,31 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
     timings_.forward += std::chrono::duration<double>(backward_start - forward_start).count();
     timings_.backward += SecondsSince(backward_start) - (timings_.hand_off - hand_off_before);
     timings_.compute += SecondsSince(start);
-  } catch (const std::exception& e) {  // c10::Error, or e.g. std::bad_alloc, on the compute thread too
+  } catch (const c10::Error& e) {
     in_backward_ = false;
-    return LibTorchFailure(e, "a training step");
+    return Status::Internal("LibTorch failed in a training step of model " + options_.model_name + " on " +
+                            DeviceDescription(device_) + ": " + e.what_without_backtrace());
+  } catch (const std::exception& e) {  // e.g. std::bad_alloc, on the compute thread too
+    in_backward_ = false;
+    return Status::Internal("a training step of model " + options_.model_name + " on " +
+                            DeviceDescription(device_) + " failed: " + e.what());
   }
   return Status::Ok();
 }
 
-Status StepRunner::Prepare(const std::vector<int64_t>& indices) {
+void StepRunner::Prepare(const std::vector<int64_t>& indices) {
   const auto start = Clock::now();
   try {
     prepared_ = MakeBatch(train_, indices.data(), indices.size(), device_);
     prepared_indices_ = indices;
-  } catch (const std::exception& e) {
+  } catch (const std::exception&) {
+    // Not this step's business: the next step assembles its own batch and reports the failure.
     prepared_.reset();
-    return LibTorchFailure(e, "assembling the next batch");
+    return;
   }
   const double seconds = SecondsSince(start);
   timings_.batch += seconds;  // a step's batch, assembled early
   timings_.compute += seconds;
-  return Status::Ok();
 }
 
 Batch StepRunner::TakeBatch(const std::vector<int64_t>& indices) {
@@ -131,16 +136,6 @@ Batch StepRunner::TakeBatch(const std::vector<int64_t>& indices) {
     return std::move(*prepared);
   }
   return MakeBatch(train_, indices.data(), indices.size(), device_);
-}
-
-Status StepRunner::LibTorchFailure(const std::exception& e, const char* doing) const {
-  const auto* error = dynamic_cast<const c10::Error*>(&e);
-  if (error != nullptr) {
-    return Status::Internal(std::string("LibTorch failed in ") + doing + " of model " + options_.model_name +
-                            " on " + DeviceDescription(device_) + ": " + error->what_without_backtrace());
-  }
-  return Status::Internal(std::string(doing) + " of model " + options_.model_name + " on " +
-                          DeviceDescription(device_) + " failed: " + e.what());
 }
 
 Status StepRunner::Compute(const std::vector<int64_t>& indices, Outcome* outcome) {

@@ -97,12 +97,10 @@ class StepRunner {
   Status ComputeStaged(const std::vector<int64_t>& indices, Outcome* outcome);
   // Forward and backward; the loss into `loss`. Internal naming the device on a LibTorch failure.
   Status ForwardBackward(const std::vector<int64_t>& indices, double* loss);
-  // Assembles the batch of `indices` for a later step (Run's `next`).
-  Status Prepare(const std::vector<int64_t>& indices);
+  // Assembles the batch of `indices` for a later step (Run's `next`); on a failure, none.
+  void Prepare(const std::vector<int64_t>& indices);
   // The batch of `indices`: the one prepared, if it was for these samples, or a new one.
   Batch TakeBatch(const std::vector<int64_t>& indices);
-  // Internal naming the model and the device, for an exception LibTorch threw while `doing`.
-  Status LibTorchFailure(const std::exception& e, const char* doing) const;
   // Pushes the gradients not pushed yet (all without overlap; parameters without one).
   Status PushRemaining();
   // Pushes the gradients the staging has ready, waiting up to `timeout` for the first.
