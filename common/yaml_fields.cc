@@ -71,9 +71,36 @@ Status ReadBool(const YAML::Node& node, const std::string& where, bool* out) {
   return Status::Ok();
 }
 
+namespace {
+
+// The length of the UTF-8 sequence at text[i], or 0 when it is not one (or a control character).
+size_t Utf8Length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = byte(i);
+  if (c < 0x20 || c == 0x7f) return 0;
+  size_t n = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3 : (c & 0xf8) == 0xf0 ? 4 : 0;
+  if (n == 0 || i + n > text.size()) return 0;
+  for (size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xc0) != 0x80) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
 Status ReadString(const YAML::Node& node, const std::string& where, std::string* out) {
   if (!node.IsScalar()) return Status::InvalidArgument(where + ": expected a string");
-  *out = node.Scalar();
+  const std::string& text = node.Scalar();
+  // A job's strings are endpoints, paths and names: text, which a resolved job writes back as read.
+  for (size_t i = 0; i < text.size();) {
+    const size_t n = Utf8Length(text, i);
+    if (n == 0) {
+      return Status::InvalidArgument(where + ": byte " + std::to_string(i) +
+                                     " is a control character or not UTF-8 text");
+    }
+    i += n;
+  }
+  *out = text;
   return Status::Ok();
 }
 

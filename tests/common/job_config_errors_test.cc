@@ -88,6 +88,10 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"data:\n  divide_by: inf\n", {"job.yaml:2: data.divide_by", "'inf'", "not a finite number"}},
       {"optimizer:\n  lr: nan\n", {"job.yaml:2: optimizer.lr", "'nan'", "not a finite number"}},
       {"auto:\n  measure_seconds: -inf\n", {"auto.measure_seconds", "'-inf'", "not a finite number"}},
+      // The fuzzer found bytes that are not UTF-8 text accepted in a string, and the resolved job's
+      // YAML read back as another string.
+      {"listen: \xff\xff\n", {"job.yaml:1: listen", "byte 0", "not UTF-8 text"}},
+      {"listen: \"tcp://a\\rb\"\n", {"job.yaml:1: listen", "byte 7", "control character"}},
       {"optimizer:\n  nesterov: maybe\n", {"job.yaml:2: optimizer.nesterov", "'maybe'", "true or false"}},
       {"epochs: [1, 2\n", {"job.yaml", "not valid YAML"}},
       {"- epochs\n- 3\n", {"job.yaml", "expected a map"}},
