@@ -146,7 +146,7 @@ Status Scheduler::Run() {
     }
     Tick();
     if (options_.stop != nullptr && options_.stop->load()) {
-      BeginShutdown(true, "the scheduler was asked to stop (signal)");
+      BeginShutdown(true, "the scheduler was asked to stop (signal)", /*requested=*/true);
     }
     if (phase_ == Phase::kShuttingDown) {
       bool all_gone = true;
@@ -381,13 +381,16 @@ void Scheduler::DeclareDead(Member& member, const std::string& why) {
   TrainerGone(member, why, /*left=*/false);
 }
 
-void Scheduler::BeginShutdown(bool failed, const std::string& reason) {
+void Scheduler::BeginShutdown(bool failed, const std::string& reason, bool requested) {
   if (phase_ == Phase::kShuttingDown) return;
   phase_ = Phase::kShuttingDown;
   failed_ = failed;
   failure_ = reason;
   shutdown_deadline_ = Clock::now() + kGoodbyeWait;
-  if (failed) {
+  if (requested) {
+    HETPS_LOG(WARNING) << "stopping the job before it completed: " << reason;
+    display_.Note("job stopped: " + reason);
+  } else if (failed) {
     HETPS_LOG(ERROR) << "the job failed: " << reason;
     display_.Note("job failed: " + reason);
   } else {

@@ -146,7 +146,9 @@ class Scheduler {
   // Keeps the buffers of a final evaluation for the exported model, after checking each one's
   // bytes against its shape and dtype; InvalidArgument naming the buffer otherwise (none kept).
   Status KeepModelBuffers(const wire::EvalReport& report);
-  void BeginShutdown(bool failed, const std::string& reason);
+  // Tells every member to shut down: the job completed, failed for `reason`, or was stopped on
+  // request (a signal: `failed` too, since it did not complete, but logged as a warning).
+  void BeginShutdown(bool failed, const std::string& reason, bool requested = false);
   void FillSummary();
   void ShowProgress(bool force);
   // ---- status snapshots (scheduler_status.cc) ----
