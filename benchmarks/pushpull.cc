@@ -122,7 +122,7 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
       {"w", {static_cast<int64_t>(floats)}, hetps::wire::DType::F32}};
   hetps::JobOptions job = hetps::testing::TestJob("mlp", hetps::ConsistencyMode::kSync, servers, 1);
   job.wire_dtype = wire_dtype;
-  if (partition_bytes > 0) job.partition_bytes = partition_bytes;
+  job.partition_bytes = partition_bytes;
   job.optimizer.lr = 1e-6;
   job.heartbeat_timeout_ms = 30000;
   job.request_timeout_ms = 600000;
@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
   std::string mib_list = "4,64,256", server_list = "1,2", json_path, dtype_name = "fp32", device_spec = "cpu";
   double seconds = 3;
   size_t server_threads = 1;
-  uint64_t partition_bytes = 0;
+  uint64_t partition_bytes = hetps::JobOptions{}.partition_bytes;
   CLI::App app("Push-pull round trips of the real client and servers against a bare ZeroMQ echo.",
                "hetps-bench-pushpull");
   app.add_option("--mib", mib_list, "Model sizes in MiB of float32, comma-separated")->default_val(mib_list);
@@ -194,7 +194,9 @@ int main(int argc, char** argv) {
   app.add_option("--server-threads", server_threads, "Worker threads per server (hetps-server --threads)")
       ->default_val(server_threads)
       ->check(CLI::Range(1, 256));
-  app.add_option("--partition-bytes", partition_bytes, "The job's partition_bytes (0: its default)");
+  app.add_option("--partition-bytes", partition_bytes, "The job's partition_bytes (as in a job file)")
+      ->default_val(partition_bytes)
+      ->check(CLI::Range(uint64_t{4}, hetps::JobOptions{}.max_message_bytes));
   app.add_option("--device", device_spec, "Where the gradient starts and the weights end: cpu, cuda, mps")
       ->default_val(device_spec);
   app.add_option("--json", json_path, "Write the figures as JSON here");

@@ -13,7 +13,8 @@
 #             pairs' hetps samples/s over the loop's)
 #   rtt       one small push-pull at a time (1 trainer, 1 server, sync; models of 1 KiB, 64 KiB
 #             and the MLP's 2.25 MiB), each round trip timed, against a bare ZeroMQ echo of the
-#             same messages, three alternating blocks (median_us: the 1 KiB model's median)
+#             same messages, three alternating blocks, with the threads spread over the cores and
+#             all on one core (median_us, one_core_median_us: the 1 KiB model's medians)
 #   step      hetps's trainer step (StepRunner against a server in the same process over inproc)
 #             against the plain loop in C++ and in Python (Debian's python3-torch), CNN and MLP,
 #             1 and 2 threads, three runs of five alternating blocks (ratio: hetps over the

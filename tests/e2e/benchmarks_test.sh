@@ -16,6 +16,9 @@ import json, math, sys
 cases = json.load(open(sys.argv[1]))
 if sys.argv[2] == "rtt":
     assert cases["median_us"] == cases["cases"][0]["hetps_median_us"] > 0, cases
+    assert cases["one_core_median_us"] == cases["cases"][0]["one_core"]["hetps_median_us"] > 0, cases
+    for c in cases["cases"]:
+        assert math.isfinite(c["one_core"]["ratio"]) and c["one_core"]["ratio"] > 0, c
     cases = cases["cases"]
 if sys.argv[2] == "scaling":
     data = cases
