@@ -134,6 +134,10 @@ std::vector<uint32_t> Balancer::EqualTimeSplit(uint32_t total, const std::vector
   return Round(total, exact);
 }
 
+bool Balancer::MostlyFixedCost(const StepCost& cost, uint32_t batch, uint32_t global_batch) {
+  return uint64_t{batch} * 10 <= global_batch && cost.fixed_seconds >= 0.5 * cost.Seconds(batch);
+}
+
 std::optional<std::map<uint32_t, uint32_t>> Balancer::Propose(
     const std::vector<uint32_t>& ranks, const std::map<uint32_t, uint32_t>& current) const {
   if (ranks.empty() || global_batch_ < ranks.size()) return std::nullopt;

@@ -64,6 +64,10 @@ class Balancer {
   // time gets 1), rounded to whole samples by largest remainders. Needs total >= costs.size()
   // and positive per-sample costs.
   static std::vector<uint32_t> EqualTimeSplit(uint32_t total, const std::vector<StepCost>& costs);
+  // Whether a trainer given `batch` samples of the global batch spends at least half its step on
+  // its fixed cost for at most a tenth of the samples: every round then waits for its transfers
+  // and copies for little it trains, and the others may run faster without it.
+  static bool MostlyFixedCost(const StepCost& cost, uint32_t batch, uint32_t global_batch);
   // `total` samples split over `weights` in proportion (largest remainders), each at least 1.
   // Needs total >= weights.size() and positive weights.
   static std::vector<uint32_t> Split(uint32_t total, const std::vector<double>& weights);

@@ -169,4 +169,15 @@ CATCH_TEST_CASE("Rebalancing converges to equal step times with noisy reports", 
   CATCH_CHECK(fast.truth.Seconds(batch[0]) == Approx(slow.truth.Seconds(batch[1])).epsilon(0.05));
 }
 
+CATCH_TEST_CASE("A trainer whose small share is mostly fixed cost is recognised", "[scheduler][balancer]") {
+  // 32 ms of transfers and 4 ms a sample: 2 samples of 64 are a 40 ms step, 80% fixed.
+  const Balancer::StepCost slow{0.032, 0.004};
+  CATCH_CHECK(Balancer::MostlyFixedCost(slow, 2, 64));
+  CATCH_CHECK(Balancer::MostlyFixedCost(slow, 6, 64));         // 56 ms, 57% fixed, 6 of 64
+  CATCH_CHECK_FALSE(Balancer::MostlyFixedCost(slow, 7, 64));   // more than a tenth of the batch
+  CATCH_CHECK_FALSE(Balancer::MostlyFixedCost(slow, 9, 512));  // 68 ms, 47% fixed
+  // A share that small with little fixed cost is only a slow machine, balanced as it should be.
+  CATCH_CHECK_FALSE(Balancer::MostlyFixedCost({0.002, 0.004}, 2, 64));
+}
+
 }  // namespace hetps
