@@ -103,6 +103,10 @@ struct Member {
   bool done = false;          // trainer: all epochs trained
   bool said_goodbye = false;
   uint32_t batch_size = 0;  // trainer: the batch per step it was last given
+  // Trainer, sync with balance: speed: told in the last epoch that no chunk is left, so that its
+  // share of the global batch went to the trainers still training; the batch it had then.
+  bool out_of_data = false;
+  uint32_t balanced_batch = 0;
   // Trainer: the tokens of the served replies sent to it that no receipt has acknowledged yet,
   // oldest first (Scheduler::RefuseUnread).
   std::deque<uint64_t> unread_served;

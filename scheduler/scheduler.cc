@@ -318,6 +318,7 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<wire::ChunkGrant> body;
   if (auto grant = chunks_.Next(member.rank, request->epoch())) {
+    member.out_of_data = false;  // a chunk given back by a trainer that died or left
     body = wire::CreateChunkGrant(fbb, grant->epoch, grant->chunk, grant->begin, grant->end, false);
   } else {
     const uint32_t epoch = std::min(request->epoch(), job_.epochs - 1);
@@ -332,6 +333,7 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
       }
     }
     body = wire::CreateChunkGrant(fbb, request->epoch(), 0, 0, 0, /*exhausted=*/true, complete);
+    if (!complete && epoch + 1 == job_.epochs) LeaveShareToTrainersWithData(member, request->clock());
   }
   SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ChunkGrant, body.Union()));
   MaybeRequestSnapshot();

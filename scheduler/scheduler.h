@@ -226,11 +226,24 @@ class Scheduler {
   // servers' round counts), for what every member must hear of before reaching it: a sync
   // checkpoint's cut, a joiner's first step, a new split of the global batch.
   uint64_t StepAhead(double lead_seconds);
-  // Sync: splits the global batch over the training trainers again from step `from_clock` (one
-  // joined or left): equal shares, or with balance: speed by speed (a newcomer at the mean).
+  // Sync: splits the global batch again from step `from_clock` over `trainers` (by default the
+  // trainers with data; one joined or left, or ran out in the last epoch): equal shares, or with
+  // balance: speed by speed (a newcomer at the mean).
   void Resplit(uint64_t from_clock);
+  void Resplit(uint64_t from_clock, const std::vector<Member*>& trainers);
   // balance: speed: sends a new split of the global batch when the speeds call for one.
   void MaybeRebalance();
+  // Sync with balance: speed: `trainer`, at step `clock`, has no data left in the last epoch;
+  // its share of the global batch goes to the trainers that still hold some, so that a slow
+  // one with a small share does not train its last chunk a few samples a round while the others
+  // push empty rounds.
+  void LeaveShareToTrainersWithData(Member& trainer, uint64_t clock);
+  // The trainers in the rounds that still have data to train (all of them before the tail of
+  // the last epoch).
+  std::vector<Member*> TrainersWithData();
+  // Warns, once per trainer, of one whose share of `split` is mostly fixed cost
+  // (Balancer::MostlyFixedCost).
+  void WarnOfFixedCosts(const std::map<uint32_t, uint32_t>& split);
   // Sends every training trainer Rebalance{from_clock, sizes}, sizes by rank.
   void SendBatchSizes(uint64_t from_clock, const std::map<uint32_t, uint32_t>& sizes);
 
@@ -300,6 +313,7 @@ class Scheduler {
 
   std::optional<Balancer> balancer_;  // sync with balance: speed, and auto
   Clock::time_point last_rebalance_{};
+  std::set<uint32_t> fixed_cost_warned_;  // trainers named by WarnOfFixedCosts()
 
   // ---- mode: auto (scheduler_auto.cc) ----
   // Feeds a trainer's report to the chooser; switches the mode when the rule says so.

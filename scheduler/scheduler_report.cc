@@ -38,7 +38,9 @@ void Scheduler::FillSummary() {
     s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
                                  t->progress.ComputeSamplesPerSecond(), t->progress.PaceSamplesPerSecond(),
                                  t->joined_late, t->first_step, t->left});
-    s.batch_share.push_back(static_cast<double>(batch) / job_.global_batch_size);
+    // The share as balanced, not what the last epoch's tail left to the trainers with data.
+    const uint32_t share = t->balanced_batch != 0 ? t->balanced_batch : batch;
+    s.batch_share.push_back(static_cast<double>(share) / job_.global_batch_size);
   }
   s.samples_per_second = s.train_seconds > 0 ? samples / s.train_seconds : 0;
   s.samples_completed = chunks_.completed_samples();

@@ -21,6 +21,7 @@ namespace {
 // of the fastest trainer.
 constexpr auto kRebalanceInterval = std::chrono::seconds(2);
 constexpr double kRebalanceLeadSeconds = 1.0;
+constexpr double kTailLeadSeconds = 0.1;
 // A sync joiner's first step lies this far ahead of the fastest trainer (doubled after each
 // proposal a server was already past), so that every server hears of it before reaching it.
 constexpr double kJoinLeadSeconds = 1.0;
@@ -247,8 +248,40 @@ bool Scheduler::TrainerStartsAtOrAfter(uint64_t clock) {
   return false;
 }
 
+std::vector<Member*> Scheduler::TrainersWithData() {
+  std::vector<Member*> with_data;
+  for (Member* t : members_.Training()) {
+    if (!t->out_of_data) with_data.push_back(t);
+  }
+  return with_data;
+}
+
+void Scheduler::LeaveShareToTrainersWithData(Member& trainer, uint64_t clock) {
+  if (!balancer_ || CurrentMode() != ConsistencyMode::kSync || trainer.out_of_data) return;
+  const std::vector<Member*> with_data = TrainersWithData();
+  if (std::find(with_data.begin(), with_data.end(), &trainer) == with_data.end()) return;
+  trainer.out_of_data = true;
+  if (with_data.size() < 2) return;  // nobody else is left to take the share
+  for (Member* t : with_data) {
+    if (t->balanced_batch == 0) t->balanced_batch = t->batch_size;
+  }
+  std::vector<Member*> rest;
+  for (Member* t : with_data) {
+    if (t != &trainer) rest.push_back(t);
+  }
+  HETPS_LOG(INFO) << trainer.Describe()
+                  << " has no data left in the last epoch; its share of the global batch "
+                  << "goes to the trainers still training";
+  // The trainers in sync are a step apart at most: a few steps ahead of the one that asked is
+  // enough for the message to arrive first.
+  Resplit(std::max(StepAhead(kTailLeadSeconds), clock + 2), rest);
+}
+
 void Scheduler::Resplit(uint64_t from_clock) {
-  const auto training = members_.Training();
+  Resplit(from_clock, TrainersWithData());
+}
+
+void Scheduler::Resplit(uint64_t from_clock, const std::vector<Member*>& training) {
   if (training.empty()) return;
   std::vector<double> weights;
   double known = 0;
@@ -291,7 +324,7 @@ void Scheduler::MaybeRebalance() {
   if (now - last_rebalance_ < kRebalanceInterval) return;
   std::vector<uint32_t> ranks;
   std::map<uint32_t, uint32_t> current;
-  for (Member* t : members_.Training()) {
+  for (Member* t : TrainersWithData()) {
     if (t->done) return;  // the job is ending
     ranks.push_back(t->rank);
     current[t->rank] = t->batch_size;
@@ -309,6 +342,27 @@ void Scheduler::MaybeRebalance() {
   }
   HETPS_LOG(INFO) << "balancing the global batch by speed from step " << from_clock << ": " << split;
   SendBatchSizes(from_clock, *proposal);
+  WarnOfFixedCosts(*proposal);
+}
+
+void Scheduler::WarnOfFixedCosts(const std::map<uint32_t, uint32_t>& split) {
+  for (Member* t : members_.Training()) {
+    auto batch = split.find(t->rank);
+    const std::optional<Balancer::StepCost> cost = balancer_->Cost(t->rank);
+    if (batch == split.end() || !cost || fixed_cost_warned_.count(t->rank) != 0 ||
+        !Balancer::MostlyFixedCost(*cost, batch->second, job_.global_batch_size)) {
+      continue;
+    }
+    fixed_cost_warned_.insert(t->rank);
+    const double step_ms = 1e3 * cost->Seconds(batch->second), fixed_ms = 1e3 * cost->fixed_seconds;
+    HETPS_LOG(WARNING) << t->Describe() << " takes " << batch->second << " samples of the global batch of "
+                       << job_.global_batch_size << " and spends " << static_cast<int>(fixed_ms)
+                       << " ms of its " << static_cast<int>(step_ms)
+                       << " ms step on fixed costs (its transfers of the model, copies): every round waits "
+                          "for them for a small share of the samples, and the others may run faster without "
+                          "it. mode: async or auto lets a slow machine train at its own pace; a larger "
+                          "global_batch_size spreads the fixed cost over more samples";
+  }
 }
 
 void Scheduler::SendBatchSizes(uint64_t from_clock, const std::map<uint32_t, uint32_t>& sizes) {

@@ -224,6 +224,35 @@ CATCH_TEST_CASE("Balanced sync shares converge to the trainers' speed ratio with
   CATCH_CHECK(summary.trainer_details[slow].samples < summary.trainer_details[1 - slow].samples);
 }
 
+CATCH_TEST_CASE("In the last epoch of balanced sync the trainers still holding data take the whole batch",
+                "[trainer][sync][balance][heterogeneous]") {
+  // Two chunks, one per trainer. Once balanced, the slow trainer takes about a seventh of each
+  // round, so when the fast one has trained its chunk the slow one still holds most of its own.
+  // Trained a seventh of the global batch a round, that would take seven times as many rounds
+  // as samples call for, with the fast trainer pushing empty ones; its share goes to the slow
+  // trainer instead, and the rounds stay full.
+  constexpr uint64_t kSamples = 60000;  // the whole training set
+  constexpr uint32_t kGlobalBatch = 64;
+  const RunSummary summary = RunJob(ConsistencyMode::kSync, 2, 1, kSamples, {1.0, 6.0}, [](JobOptions& job) {
+    job.balance = Balance::kSpeed;
+    job.global_batch_size = kGlobalBatch;
+    job.chunk_samples = kSamples / 2;
+  });
+  CATCH_CHECK(summary.ok);
+  CATCH_CHECK(summary.samples_completed == kSamples);
+  CATCH_REQUIRE(summary.batch_share.size() == 2);
+  CATCH_INFO("shares " << summary.batch_share[0] << ", " << summary.batch_share[1]);
+  // The shares as balanced, before the tail.
+  CATCH_CHECK(std::min(summary.batch_share[0], summary.batch_share[1]) < 0.3);
+  CATCH_REQUIRE(summary.trainer_details.size() == 2);
+  const uint64_t rounds = summary.trainer_details[0].steps;
+  CATCH_CHECK(summary.trainer_details[1].steps == rounds);
+  CATCH_INFO(rounds << " rounds");
+  // 938 full rounds, and a few at the old split before the new one takes effect.
+  CATCH_CHECK(rounds <= kSamples / kGlobalBatch * 11 / 10);
+  CATCH_CHECK(summary.final_test_accuracy > 0.75);
+}
+
 CATCH_TEST_CASE("In plain sync a fast trainer's pace leaves out its wait for a slow one",
                 "[trainer][sync][pace][heterogeneous]") {
   // Every round waits for the trainer 4x slower, so both take as long per step; the servers' hold
