@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   app.add_option("--rounds", rounds, "Timed round trips per block")
       ->default_val(rounds)
       ->check(CLI::Range(10, 10000000));
-  app.add_option("--pairs", pairs, "Alternating blocks of hetps and the echo")
+  app.add_option("--pairs", pairs, "Alternating blocks of hetps and the echo, each spread and on one core")
       ->default_val(pairs)
       ->check(CLI::Range(1, 100));
   app.add_option("--partition-bytes", partition_bytes, "The job's partition_bytes (as in a job file)")
