@@ -65,7 +65,10 @@ std::vector<Evaluation> EpochEvaluations(const RunSummary& summary) {
   return evaluations;
 }
 
-void CheckEpochs(const RunSummary& summary, uint32_t epochs, uint64_t samples) {
+// `first_may_end_last`: a slow trainer with a small share (balance: speed) can hold a chunk of
+// the first epoch until the end, whose evaluation then comes with the last one's weights.
+void CheckEpochs(const RunSummary& summary, uint32_t epochs, uint64_t samples,
+                 bool first_may_end_last = false) {
   CATCH_CHECK(summary.ok);
   CATCH_CHECK(summary.samples_completed == epochs * samples);
   uint64_t trained = 0;
@@ -80,7 +83,11 @@ void CheckEpochs(const RunSummary& summary, uint32_t epochs, uint64_t samples) {
   }
   // Training helps: the last evaluation beats chance clearly, and the weights moved on.
   CATCH_CHECK(evaluations.back().test_accuracy > 0.6);
-  CATCH_CHECK(evaluations.back().weight_version > evaluations.front().weight_version);
+  if (first_may_end_last) {
+    CATCH_CHECK(evaluations.back().weight_version >= evaluations.front().weight_version);
+  } else {
+    CATCH_CHECK(evaluations.back().weight_version > evaluations.front().weight_version);
+  }
   CATCH_CHECK(summary.final_test_accuracy == evaluations.back().test_accuracy);
 }
 
@@ -161,7 +168,7 @@ CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the globa
     job.chunk_samples = 512;
     job.eval_interval_samples = 8000;
   });
-  CheckEpochs(summary, 2, 20000);
+  CheckEpochs(summary, 2, 20000, /*first_may_end_last=*/true);
   CATCH_REQUIRE(summary.trainer_details.size() == 2);
   CATCH_CHECK(summary.trainer_details[0].steps == summary.trainer_details[1].steps);
   CATCH_REQUIRE(summary.batch_share.size() == 2);
