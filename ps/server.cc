@@ -290,7 +290,7 @@ void Server::HandleData(Message message) {
         pull.routing_id = std::move(message.routing_id);
         pull.trainer = trainer;
         pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
-        pull.clock = push->clock() + 1;
+        pull.clock = push->clock() + 1 + push->ahead();
         pull.dtype = push->dtype();
         pull.arrived = std::chrono::steady_clock::now();
         pending_.push_back(std::move(pull));

@@ -210,6 +210,22 @@ Result<uint64_t> Shard::SwitchMode(uint64_t from_clock, ConsistencyMode mode, ui
   return schedule_.Switch(from_clock, mode, staleness, newest);
 }
 
+Status Shard::CheckAhead(uint32_t ahead) const {
+  if (options_.mode != ConsistencyMode::kAsync && options_.mode != ConsistencyMode::kSsp) {
+    return Status::FailedPrecondition(std::string("a trainer may compute ahead of its weights "
+                                                  "(--forward-during-pull) in mode async or ssp only, not ") +
+                                      ModeName(options_.mode));
+  }
+  if (options_.mode == ConsistencyMode::kSsp && ahead > options_.staleness) {
+    return Status::FailedPrecondition("a trainer computing " + std::to_string(ahead) +
+                                      " step(s) ahead of its weights (--forward-during-pull) needs ssp "
+                                      "staleness of at least " +
+                                      std::to_string(ahead) + "; the job's is " +
+                                      std::to_string(options_.staleness));
+  }
+  return Status::Ok();
+}
+
 Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const bool automatic = options_.mode == ConsistencyMode::kAuto;
   const bool empty = push.batch_size() == 0;
@@ -229,6 +245,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   if (empty && mode == ConsistencyMode::kAsync) {
     return Status::FailedPrecondition("a push with batch_size 0 only makes sense in sync or ssp mode");
   }
+  if (push.ahead() > 0) HETPS_RETURN_IF_ERROR(CheckAhead(push.ahead()));
   const auto& ids = *push.partitions();
   const auto* versions = push.versions();
   if (!empty && versions != nullptr && versions->size() != ids.size()) {

@@ -114,6 +114,9 @@ class Shard {
   // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not
   // live. Gradient bytes are read in place, by the partitions' owners.
   Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
+  // Whether a push may ask for weights `ahead` steps early (Push.ahead): async, or ssp with a
+  // staleness of at least `ahead` (a smaller one would wait for this trainer's own next push).
+  Status CheckAhead(uint32_t ahead) const;
 
   // mode: auto: handles steps from `from_clock` on (or from the step after the newest push, when
   // a trainer has pushed that far) by `mode`, and returns the step it takes effect from.

@@ -21,6 +21,9 @@
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
 #   --no-overlap          push gradients after backward, not each as backward produces it
+#   --forward-during-pull async, ssp: each trainer starts the next step's forward while the last
+#                         step's weights travel (each gradient one step staler; ssp needs
+#                         staleness >= 1)
 #   --data-from local|scheduler  where the trainers' data comes from (default local: the files
 #                         under --data-dir), or one per trainer: --data-from local,scheduler makes
 #                         trainer 1 a machine without the data, which receives it from the

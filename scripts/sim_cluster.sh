@@ -27,7 +27,7 @@
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
 #   --async-batch share|whole
 # Process options: --data-dir DIR  --threads N (every trainer, over the spec's)  --server-threads N
-#   --no-overlap  --data-cache DIR|off  --data-cache-limit SIZE  --checkpoint-dir DIR
+#   --no-overlap  --forward-during-pull  --data-cache DIR|off  --data-cache-limit SIZE  --checkpoint-dir DIR
 #   --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N  --secure
 #   --run-dir DIR (default runs/<date-time>-sim)  --build-dir DIR  --no-build
 #   --progress auto|plain|none

@@ -92,6 +92,10 @@ int main(int argc, char** argv) {
   bool no_overlap = false;
   app.add_flag("--no-overlap", no_overlap,
                "Push the gradients after backward instead of each as soon as backward has produced it");
+  app.add_flag("--forward-during-pull", options.forward_during_pull,
+               "Async and ssp: start the next step's forward on the weights at hand while the last "
+               "step's weights travel, taking them in after its backward (each gradient is then one "
+               "step staler; ssp needs staleness >= 1)");
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));

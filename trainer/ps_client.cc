@@ -246,9 +246,10 @@ Result<PsClient::PullResult> PsClient::PushPull(uint64_t clock, uint32_t batch_s
   return FinishStep(weights);
 }
 
-void PsClient::BeginStep(uint64_t clock, uint32_t batch_size) {
+void PsClient::BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead) {
   step_clock_ = clock;
   step_batch_ = batch_size;
+  step_ahead_ = ahead;
   step_pushed_.assign(map_.tensors().size(), false);
   for (Outgoing& out : outgoing_) out = Outgoing{};
   step_messages_.assign(sockets_.size(), 0);
@@ -295,7 +296,7 @@ Status PsClient::Flush(uint32_t server) {
   }
   flatbuffers::FlatBufferBuilder fbb(128 + 16 * out.partitions.size());
   auto body = wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions,
-                                     options_.wire_dtype, /*pull=*/true);
+                                     options_.wire_dtype, /*pull=*/true, step_ahead_);
   Message request;
   request.envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
   bytes_pushed_ += out.bytes;
@@ -309,6 +310,11 @@ Status PsClient::Flush(uint32_t server) {
 }
 
 Result<PsClient::PullResult> PsClient::FinishStep(const std::vector<float*>& weights) {
+  HETPS_RETURN_IF_ERROR(SendStep());
+  return AwaitStep(weights);
+}
+
+Status PsClient::SendStep() {
   if (step_batch_ == 0) {
     // No data: every partition with an empty frame, so the sync rounds go on without this trainer.
     for (uint32_t s = 0; s < sockets_.size(); ++s) {
@@ -325,6 +331,10 @@ Result<PsClient::PullResult> PsClient::FinishStep(const std::vector<float*>& wei
     }
   }
   for (uint32_t s = 0; s < sockets_.size(); ++s) HETPS_RETURN_IF_ERROR(Flush(s));
+  return Status::Ok();
+}
+
+Result<PsClient::PullResult> PsClient::AwaitStep(const std::vector<float*>& weights) {
   PullResult result;
   HETPS_RETURN_IF_ERROR(AwaitReplies(
       wire::Body::Weights, "Push", step_messages_,

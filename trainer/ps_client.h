@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <zmq.hpp>
@@ -84,8 +85,10 @@ class PsClient {
   // (in any order, as its gradient becomes ready), then FinishStep, which sends what is still
   // held back and writes the weights that follow the step into `weights`. Each message asks for
   // the weights of the partitions it carries, so the servers answer partition by partition.
-  // batch_size 0 takes part in a sync round without data: no PushTensor calls.
-  void BeginStep(uint64_t clock, uint32_t batch_size);
+  // batch_size 0 takes part in a sync round without data: no PushTensor calls. `ahead` > 0
+  // (async, ssp): the trainer will compute that many steps on the weights it holds before it
+  // uses the ones this step asks for (Push.ahead), so ssp holds them as for a later step.
+  void BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead = 0);
   // Sends tensor `tensor`'s gradient (a host buffer of its elements, kept alive by `owner` until
   // sent) with whatever else is ready for the same servers, once enough bytes are ready.
   Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
@@ -95,6 +98,18 @@ class PsClient {
   // Whether tensor `tensor`'s gradient has been pushed in the step under way.
   bool Pushed(size_t tensor) const { return step_pushed_[tensor]; }
   Result<PullResult> FinishStep(const std::vector<float*>& weights);
+  // FinishStep in two halves, for a trainer that computes on while the weights travel: SendStep
+  // sends what is held back; AwaitStep then writes the weights that follow the step into
+  // `weights`. Nothing else may use the client between the two, and the next BeginStep comes
+  // after AwaitStep.
+  Status SendStep();
+  Result<PullResult> AwaitStep(const std::vector<float*>& weights);
+
+  // Per partition, the weight version that pushes report their gradients were computed on: the
+  // version last received, unless set otherwise (a trainer computing on older weights than it
+  // has received says which).
+  const std::vector<uint64_t>& versions() const { return versions_; }
+  void set_versions(std::vector<uint64_t> versions) { versions_ = std::move(versions); }
 
   // ssp: tells every server that this trainer, at `clock`, has no data for now, so no pull waits
   // for it until it pushes gradients again.
@@ -149,6 +164,7 @@ class PsClient {
   uint64_t bytes_pushed_ = 0;
   uint64_t bytes_pulled_ = 0;
   uint32_t step_batch_ = 0;
+  uint32_t step_ahead_ = 0;
   std::vector<bool> step_pushed_;      // per tensor
   std::vector<Outgoing> outgoing_;     // per server
   std::vector<size_t> step_messages_;  // per server: pushes sent

@@ -72,6 +72,8 @@ class Trainer::Session {
   Status TrainEpochs();
   // One step on `indices` (none: take part in the sync round without data).
   Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
+  // --forward-during-pull: takes in the weights of a step still travelling (StepRunner::Drain).
+  Status Drain();
   // Handles what the scheduler sent (evaluation requests, rebalances); Aborted once it said
   // Shutdown.
   Status HandleControl();

@@ -26,6 +26,7 @@ Status Trainer::Session::RecoverIfPaused(Status status) {
 
 Status Trainer::Session::Recover() {
   HETPS_LOG(WARNING) << "paused by the scheduler: a server was lost; waiting for it to be replaced";
+  if (step_) step_->Abandon();  // the weights pulled after the resume replace any travelling
   if (progress_) progress_->Report(Position(), /*force=*/true);  // the samples trained so far
   while (true) {
     HETPS_RETURN_IF_ERROR(control_->Check());

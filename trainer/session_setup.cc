@@ -56,6 +56,13 @@ Status Trainer::Session::Setup() {
   step_options.slowdown = options_.slowdown;
   step_options.model_name = ModelName();
   step_options.loss = job_.loss;
+  if (options_.forward_during_pull && job_.mode != ConsistencyMode::kAsync &&
+      job_.mode != ConsistencyMode::kSsp) {
+    return Status::InvalidArgument(
+        std::string("--forward-during-pull needs mode async or ssp; this job's is ") + ModeName(job_.mode) +
+        " (a sync round, and auto's sync phases, need the weights that follow each step)");
+  }
+  step_options.forward_during_pull = options_.forward_during_pull;
   if (copy_stream_) {
     auto staging =
         GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
@@ -93,6 +100,8 @@ Status Trainer::Session::Setup() {
                   << " with the servers' weights of version " << weight_version_ << ", pushing "
                   << (step_->overlapping() ? "each gradient as backward produces it"
                                            : "the gradients after backward")
+                  << (options_.forward_during_pull ? ", the next forward running while the weights travel"
+                                                   : "")
                   << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
   return Status::Ok();
 }

@@ -1,6 +1,7 @@
 #include "trainer/step_runner.h"
 
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -47,6 +48,12 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
       tensors_(buffers.signature().size()),
       loop_thread_(std::this_thread::get_id()) {
   if (options_.staging != nullptr) compute_ = std::make_unique<ComputeThread>();
+  if (options_.forward_during_pull) {
+    for (const TensorInfo& tensor : buffers_.signature()) {
+      weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
+      weights_ahead_targets_.push_back(weights_ahead_.back().data());
+    }
+  }
   if (overlapping_) {
     buffers_.SetGradientHook([this](size_t tensor, const torch::Tensor& grad) { OnGradient(tensor, grad); });
   }
@@ -59,10 +66,29 @@ StepRunner::~StepRunner() {
 Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<int64_t>& indices,
                                             const std::vector<int64_t>& next) {
   Outcome outcome;
-  client_.BeginStep(clock, static_cast<uint32_t>(indices.size()));
+  const bool ahead = options_.forward_during_pull && !indices.empty();
+  if (!ahead) HETPS_RETURN_IF_ERROR(Drain().status());
+  step_clock_ = clock;
+  step_batch_ = static_cast<uint32_t>(indices.size());
+  begun_ = false;
   const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
   if (!indices.empty()) {
     HETPS_RETURN_IF_ERROR(options_.staging ? ComputeStaged(indices, &outcome) : Compute(indices, &outcome));
+  }
+  HETPS_RETURN_IF_ERROR(BeginPushes());  // a step without data pushes nothing
+  if (ahead) {
+    HETPS_RETURN_IF_ERROR(client_.SendStep());
+    travelling_ = true;
+    const auto start = Clock::now();
+    const bool committed = received_;
+    HETPS_RETURN_IF_ERROR(CommitWeightsAhead());
+    ++timings_.steps;
+    timings_.host_to_device += SecondsSince(start);
+    if (options_.staging) timings_.device_to_host += options_.staging->copy_wait_seconds() - copy_wait_before;
+    if (!next.empty()) Prepare(next);
+    outcome.weights_written = committed;
+    if (committed) outcome.pulled = model_pulled_;
+    return outcome;
   }
   if (!next.empty()) Prepare(next);
   auto start = Clock::now();
@@ -85,8 +111,59 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
   return outcome;
 }
 
+Status StepRunner::BeginPushes() {
+  if (begun_) return Status::Ok();
+  begun_ = true;
+  if (travelling_) {
+    const auto start = Clock::now();
+    auto pulled = client_.AwaitStep(weights_ahead_targets_);
+    travelling_ = false;
+    if (!pulled.ok()) return pulled.status();
+    timings_.wire += SecondsSince(start);
+    received_pulled_ = *pulled;
+    received_versions_ = client_.versions();
+    received_ = true;
+    client_.set_versions(model_versions_);  // this step's gradients follow the model's weights
+  } else if (options_.forward_during_pull) {
+    model_versions_ = client_.versions();
+  }
+  client_.BeginStep(step_clock_, step_batch_, options_.forward_during_pull && step_batch_ > 0 ? 1 : 0);
+  return Status::Ok();
+}
+
+Status StepRunner::CommitWeightsAhead() {
+  if (!received_) return Status::Ok();  // the first step: the model has the weights pulled last
+  HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
+  const std::vector<float*>& targets = buffers_.weight_targets();
+  for (size_t t = 0; t < tensors_; ++t) {
+    std::memcpy(targets[t], weights_ahead_[t].data(), weights_ahead_[t].size() * sizeof(float));
+  }
+  HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
+  received_ = false;
+  model_versions_ = received_versions_;
+  model_pulled_ = received_pulled_;
+  return Status::Ok();
+}
+
+Result<std::optional<PsClient::PullResult>> StepRunner::Drain() {
+  if (!travelling_) return std::optional<PsClient::PullResult>();
+  const auto start = Clock::now();
+  HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
+  auto pulled = client_.AwaitStep(buffers_.weight_targets());
+  travelling_ = false;
+  if (!pulled.ok()) return pulled.status();
+  HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
+  timings_.wire += SecondsSince(start);
+  model_pulled_ = *pulled;
+  return std::optional<PsClient::PullResult>(*pulled);
+}
+
 Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* loss_value) {
   const auto start = Clock::now();
+  // Weights taken in by a hook (BeginPushes) on this thread; with staging the loop thread takes
+  // them in while this one computes.
+  const bool on_loop_thread = std::this_thread::get_id() == loop_thread_;
+  const double wire_before = on_loop_thread ? timings_.wire : 0;
   try {
     Batch batch = TakeBatch(indices);
     buffers_.ClearGradients();
@@ -100,8 +177,9 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
     *loss_value = loss.item<double>();  // waits for the device to finish
     timings_.batch += std::chrono::duration<double>(forward_start - start).count();
     timings_.forward += std::chrono::duration<double>(backward_start - forward_start).count();
-    timings_.backward += SecondsSince(backward_start) - (timings_.hand_off - hand_off_before);
-    timings_.compute += SecondsSince(start);
+    const double awaited = on_loop_thread ? timings_.wire - wire_before : 0;
+    timings_.backward += SecondsSince(backward_start) - (timings_.hand_off - hand_off_before) - awaited;
+    timings_.compute += SecondsSince(start) - awaited;
   } catch (const c10::Error& e) {
     in_backward_ = false;
     return Status::Internal("LibTorch failed in a training step of model " + options_.model_name + " on " +
@@ -155,7 +233,8 @@ Status StepRunner::ComputeStaged(const std::vector<int64_t>& indices, Outcome* o
   staging.BeginStep();
   compute_->Start([this, &indices, outcome] { return ForwardBackward(indices, &outcome->loss); });
   size_t pushed = 0;
-  Status status;
+  // The weights of the step still travelling are taken in while forward runs.
+  Status status = BeginPushes();
   // Each gradient as its copy finishes, until backward is over; then what was staged last.
   while (status.ok() && overlapping_ && !compute_->Done()) {
     status = PushStaged(std::chrono::milliseconds(5), &pushed);
@@ -196,6 +275,7 @@ Status StepRunner::PushStaged(std::chrono::milliseconds timeout, size_t* pushed)
 }
 
 Status StepRunner::PushRemaining() {
+  HETPS_RETURN_IF_ERROR(BeginPushes());
   const auto start = Clock::now();
   for (size_t t = 0; t < tensors_; ++t) {
     if (client_.Pushed(t)) continue;
@@ -208,10 +288,13 @@ Status StepRunner::PushRemaining() {
 
 void StepRunner::OnGradient(size_t tensor, const torch::Tensor& grad) {
   if (!in_backward_) return;
+  const bool push_here = options_.staging == nullptr && std::this_thread::get_id() == loop_thread_;
+  // Before the first push, the weights of a step still travelling: wire time, not hand-off.
+  if (push_here && push_status_.ok()) push_status_ = BeginPushes();
   const auto start = Clock::now();
   if (options_.staging != nullptr) {
     options_.staging->Stage(tensor, grad);
-  } else if (push_status_.ok() && std::this_thread::get_id() == loop_thread_) {
+  } else if (push_here && push_status_.ok()) {
     pacer_.Wait();
     auto held = std::make_shared<torch::Tensor>(grad.detach().contiguous());
     push_status_ = client_.PushTensor(tensor, held->data_ptr<float>(), held);

@@ -46,11 +46,19 @@ class StepRunner {
     Loss loss = Loss::kCrossEntropy;
     // Where gradients leave the device (null on the CPU: pushed in place); must outlive the runner.
     GradientStaging* staging = nullptr;
+    // async, ssp: a step does not wait for the weights that follow it; the next step's forward
+    // runs on the weights at hand while they travel, and they are taken in after its backward.
+    // Each gradient is then computed one step further behind (Push.ahead), which the servers
+    // count as staleness. hetps-trainer --forward-during-pull.
+    bool forward_during_pull = false;
   };
 
   // What a step did.
   struct Outcome {
     PsClient::PullResult pulled;  // the weights written back
+    // False for a forward_during_pull step that wrote none back (the first: the model keeps the
+    // weights it has).
+    bool weights_written = true;
     double loss = 0;              // mean training loss of the batch (0 without data)
     double compute_seconds = 0;   // forward, backward and the slowdown sleeps
   };
@@ -87,8 +95,18 @@ class StepRunner {
   // and the next Run() on the same samples takes that batch instead of assembling its own.
   // A LibTorch failure is an Internal error naming the model's device (and the tensor, for a
   // copy); a failed push or pull is the PS client's error. Never throws c10::Error.
+  // With forward_during_pull a step with data returns once its gradients are sent; the weights
+  // written back (Outcome::pulled) are those that followed the step before it.
   Result<Outcome> Run(uint64_t clock, const std::vector<int64_t>& indices,
                       const std::vector<int64_t>& next = {});
+
+  // forward_during_pull: waits for the weights of the step still travelling, if any, and writes
+  // them into the model; returns what was pulled then (nothing when no step was travelling). To
+  // be called before anything else uses the PS client or the model's weights (an evaluation, a
+  // pull, an idle mark, the end of training).
+  Result<std::optional<PsClient::PullResult>> Drain();
+  // Forgets the step still travelling: a recovery cancelled it, and pulls the weights anew.
+  void Abandon() { travelling_ = received_ = false; }
 
  private:
   // Forward and backward on `indices`, pushing every gradient of the step under way.
@@ -107,6 +125,26 @@ class StepRunner {
   Status PushStaged(std::chrono::milliseconds timeout, size_t* pushed);
   // The autograd hook: pushes (CPU, on the loop thread) or stages tensor `tensor`'s gradient.
   void OnGradient(size_t tensor, const torch::Tensor& grad);
+  // Before the step's first push: begins it on the PS client, after taking in (forward_during_pull)
+  // the weights of the step still travelling into weights_ahead_.
+  Status BeginPushes();
+  // forward_during_pull, after backward: the weights taken in by BeginPushes into the model.
+  Status CommitWeightsAhead();
+
+  // The step under way, begun on the client by BeginPushes.
+  uint64_t step_clock_ = 0;
+  uint32_t step_batch_ = 0;
+  bool begun_ = false;
+  // forward_during_pull: a step's weights are travelling (sent, not awaited); weights received
+  // but not yet in the model; their versions and the versions of the model's weights.
+  bool travelling_ = false;
+  bool received_ = false;
+  std::vector<std::vector<float>> weights_ahead_;
+  std::vector<float*> weights_ahead_targets_;
+  std::vector<uint64_t> received_versions_;
+  std::vector<uint64_t> model_versions_;
+  PsClient::PullResult received_pulled_;
+  PsClient::PullResult model_pulled_;
 
   Model& model_;
   ModelBuffers& buffers_;

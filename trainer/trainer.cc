@@ -92,6 +92,12 @@ Status Trainer::Session::TrainEpochs() {
       out_of_data_ = true;
     }
     if (indices->empty() && !sync) {
+      // The weights of the last step, before the idle mark and the wait.
+      Status drained = Drain();
+      if (!drained.ok()) {
+        HETPS_RETURN_IF_ERROR(RecoverIfPaused(drained));
+        continue;
+      }
       if ((job_.mode == ConsistencyMode::kSsp || job_.mode == ConsistencyMode::kAuto) && !idle_) {
         // Out of data: the others must not wait for this trainer's clock.
         Status marked = client_->MarkIdle(clock_);
@@ -138,6 +144,8 @@ Status Trainer::Session::TrainEpochs() {
     }
     progress_->Report(Position(), /*force=*/false);
   }
+  // The last step's push applied before Done (after a recovery, the weights pulled then).
+  if (Status drained = Drain(); !drained.ok()) HETPS_RETURN_IF_ERROR(RecoverIfPaused(drained));
   progress_->Report(Position(), /*force=*/true);
   flatbuffers::FlatBufferBuilder fbb(64);
   auto body = wire::CreateDone(fbb, clock_, samples_);
@@ -176,11 +184,18 @@ Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* rou
   if (!indices.empty()) idle_ = false;
   ++clock_;
   samples_ += indices.size();
-  weight_version_ = outcome->pulled.weight_version;
+  if (outcome->weights_written) weight_version_ = outcome->pulled.weight_version;
   *round_samples = outcome->pulled.round_samples;
   // The step's pace: its time less what the servers spent waiting for other trainers.
   const double paced = seconds - std::min(waited, outcome->pulled.held_seconds);
   progress_->AddStep(indices.size(), outcome->loss, outcome->compute_seconds, paced);
+  return Status::Ok();
+}
+
+Status Trainer::Session::Drain() {
+  auto drained = step_->Drain();
+  if (!drained.ok()) return drained.status();
+  if (*drained) weight_version_ = (*drained)->weight_version;
   return Status::Ok();
 }
 
@@ -215,6 +230,7 @@ Status Trainer::Session::HandleControl() {
     if (!message) break;
     switch (message->kind()) {
       case wire::Body::EvalRequest: {
+        HETPS_RETURN_IF_ERROR(Drain());  // the evaluation pulls: no step may still be travelling
         auto version = evaluator_->Handle(*message->body<wire::EvalRequest>(), clock_);
         if (!version.ok()) return version.status();
         weight_version_ = *version;

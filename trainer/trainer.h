@@ -47,6 +47,9 @@ struct TrainerOptions {
   double slowdown = 1;  // >= 1: each step takes this many times its compute time (the trainer
                         // sleeps for the rest), to reproduce a slower machine
   bool overlap = true;  // push each tensor's gradient as soon as backward has produced it
+  // async, ssp: the next step's forward runs on the weights at hand while the last step's weights
+  // travel (StepRunner::Options::forward_during_pull); other modes refuse it.
+  bool forward_during_pull = false;
   // Where copies between the device and the host run. Empty (the default): the device's own copy
   // stream, none on the CPU. Tests give a fake to run the GPU data path on the CPU or to make a
   // copy fail as a failing GPU would.

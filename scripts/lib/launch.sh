@@ -52,7 +52,7 @@ take_launch_flag() {
     --data-dir) need_value "$@"; data_dir=$2 ;;
     --threads) need_value "$@"; threads=$2 ;;
     --server-threads) need_value "$@"; server_threads=$2 ;;
-    --no-overlap) trainer_flags+=(--no-overlap); taken=1 ;;
+    --no-overlap|--forward-during-pull) trainer_flags+=("$1"); taken=1 ;;
     --data-cache|--data-cache-limit) need_value "$@"; trainer_flags+=("$1" "$2") ;;
     --run-dir) need_value "$@"; run_dir=$2 ;;
     --build-dir) need_value "$@"; build_dir=$2 ;;

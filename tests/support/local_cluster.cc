@@ -116,4 +116,24 @@ void ScriptedTrainer::Vanish() {
   control_.reset();
 }
 
+TrainersRun RunCpuTrainers(LocalCluster& cluster, uint32_t trainers,
+                           const std::function<void(uint32_t, TrainerOptions&)>& adjust,
+                           std::chrono::seconds timeout) {
+  std::vector<std::future<Status>> runs;
+  for (uint32_t t = 0; t < trainers; ++t) {
+    runs.push_back(std::async(std::launch::async, [&cluster, &adjust, t] {
+      TrainerOptions options;
+      options.scheduler = cluster.scheduler_endpoint();
+      options.device = "cpu";
+      if (adjust) adjust(t, options);
+      return Trainer(cluster.context(), options).Run();
+    }));
+  }
+  TrainersRun run;
+  run.job = cluster.WaitForJob(timeout);
+  run.summary = cluster.summary();
+  for (auto& r : runs) run.trainers.push_back(r.get());
+  return run;
+}
+
 }  // namespace hetps::testing

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <string>
@@ -22,6 +23,7 @@
 #include "ps/server.h"
 #include "scheduler/scheduler.h"
 #include "trainer/ps_client.h"
+#include "trainer/trainer.h"
 
 namespace hetps::testing {
 
@@ -63,6 +65,17 @@ class LocalCluster {
   std::vector<std::thread> server_threads_;
   std::vector<Status> server_results_;
 };
+
+// Real trainers on the CPU, each on a thread of its own, joined to `cluster`'s job (started);
+// trainer t's options go through `adjust(t, options)` first. Waits up to `timeout` for the job.
+struct TrainersRun {
+  Status job;                    // WaitForJob's
+  RunSummary summary;            // the job's, once it ended
+  std::vector<Status> trainers;  // each trainer's Run()
+};
+TrainersRun RunCpuTrainers(LocalCluster& cluster, uint32_t trainers,
+                           const std::function<void(uint32_t, TrainerOptions&)>& adjust,
+                           std::chrono::seconds timeout = std::chrono::seconds(300));
 
 // A trainer whose every step the test decides: joins, registers a model signature, receives the
 // shard map and connects to the servers; then the test calls the PsClient directly.

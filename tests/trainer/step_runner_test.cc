@@ -25,14 +25,10 @@ namespace {
 
 using testing::FakeCopyStream;
 
-struct Run {
-  RunSummary summary;
-  std::vector<Status> trainers;
-};
-
 // A job of `trainers` trainers on the mlp; trainer t's options go through `adjust(t, options)`.
-Run RunJob(ConsistencyMode mode, uint32_t trainers, const std::function<void(JobOptions&)>& adjust_job,
-           const std::function<void(uint32_t, TrainerOptions&)>& adjust) {
+testing::TrainersRun RunJob(ConsistencyMode mode, uint32_t trainers,
+                            const std::function<void(JobOptions&)>& adjust_job,
+                            const std::function<void(uint32_t, TrainerOptions&)>& adjust) {
   JobOptions job = testing::TestJob("mlp", mode, 2, trainers);
   job.epochs = 2;
   job.max_train_samples = 2000;
@@ -44,22 +40,9 @@ Run RunJob(ConsistencyMode mode, uint32_t trainers, const std::function<void(Job
   if (adjust_job) adjust_job(job);
   testing::LocalCluster cluster(job);
   CATCH_REQUIRE(cluster.Start().ok());
-  std::vector<std::future<Status>> runs;
-  for (uint32_t t = 0; t < trainers; ++t) {
-    runs.push_back(std::async(std::launch::async, [&cluster, &adjust, t] {
-      TrainerOptions options;
-      options.scheduler = cluster.scheduler_endpoint();
-      options.device = "cpu";
-      adjust(t, options);
-      return Trainer(cluster.context(), options).Run();
-    }));
-  }
-  Status status = cluster.WaitForJob(std::chrono::seconds(300));
-  CATCH_INFO(status.ToString());
-  CATCH_REQUIRE(status.ok());
-  Run run;
-  for (auto& r : runs) run.trainers.push_back(r.get());
-  run.summary = cluster.summary();
+  testing::TrainersRun run = testing::RunCpuTrainers(cluster, trainers, adjust);
+  CATCH_INFO(run.job.ToString());
+  CATCH_REQUIRE(run.job.ok());
   return run;
 }
 
@@ -184,7 +167,7 @@ CATCH_TEST_CASE("Training through the staged device path gives exactly the weigh
       CATCH_REQUIRE(parsed.ok());
       options.wire_dtype = *parsed;
     };
-    std::vector<std::pair<std::string, Run>> runs;
+    std::vector<std::pair<std::string, testing::TrainersRun>> runs;
     std::shared_ptr<FakeCopyStream::Shared> copies;
     runs.emplace_back("direct", RunJob(ConsistencyMode::kSync, 1, job, [](uint32_t, TrainerOptions&) {}));
     // Without overlap only once: the dtype conversion does not depend on when gradients are staged.
@@ -224,7 +207,7 @@ CATCH_TEST_CASE("A device error in a step ends the trainer with a Status naming 
                 "[trainer][device][staging]") {
   // Trainer 1's copy stream fails like a GPU out of memory at its 100th copy (the eighth step or
   // so: 6 weights and 6 gradients per step); trainer 0 trains on the CPU and finishes the job.
-  const Run run = RunJob(
+  const testing::TrainersRun run = RunJob(
       ConsistencyMode::kAsync, 2, [](JobOptions&) {},
       [](uint32_t t, TrainerOptions& options) {
         if (t == 0) return;
