@@ -102,6 +102,16 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
     // of a varying speed) without waiting.
     const double slack_seconds = std::max(stall, 1.0);
     const double steps = std::ceil(fastest->steps_per_second * slack_seconds);
+    if (stall > 0 && steps > options.max_staleness) {
+      // A bound that cannot cover the stall holds the others through the rest of it, every time:
+      // ssp would run at the stalling trainer's pace, as sync does.
+      d.mode = ConsistencyMode::kAsync;
+      d.reason = "a trainer stalled for " + Fixed(stall, 1) + " s, " + Fixed(steps, 0) +
+                 " of the fastest's steps, more than an ssp bound may cover (auto.max_staleness " +
+                 std::to_string(options.max_staleness) + "); " + speeds +
+                 "; async lets the others go on through a stall";
+      return d;
+    }
     d.mode = ConsistencyMode::kSsp;
     d.staleness = static_cast<uint32_t>(std::clamp(steps, 2.0, static_cast<double>(options.max_staleness)));
     d.reason = (stall > 0 ? "a trainer stalled for " + Fixed(stall, 1) + " s"

@@ -8,11 +8,13 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
 
 # A rule that never calls these trainers variable from their speeds alone (the shared test host
-# makes speeds noisy) and syncs any two within 5x: stalls are what the test changes.
+# makes speeds noisy), syncs any two within 5x and lets an ssp bound cover a stall of the fastest's
+# steps (at the default cap of 32 a 1.2 s stall of these trainers' millisecond steps makes it
+# async): stalls are what the test changes.
 job "model: mlp" "mode: auto" "servers: 1" "trainers: 2" "epochs: 3" \
   "optimizer: {name: sgd, lr: 0.05, momentum: 0.9}" \
   "progress_interval_ms: 200" "heartbeat_interval_ms: 200" "heartbeat_timeout_ms: 6000" \
-  "auto: {measure_seconds: 1.5, decide_interval_seconds: 1, steady_variation: 100, sync_min_speed_ratio: 0.2}"
+  "auto: {measure_seconds: 1.5, decide_interval_seconds: 1, steady_variation: 100, sync_min_speed_ratio: 0.2, max_staleness: 10000}"
 start_scheduler
 start_member server hetps-server
 start_member trainer-0 hetps-trainer --device cpu
@@ -54,7 +56,7 @@ assert "sync" in modes, d
 first_sync = modes.index("sync")
 stalled = [x for x in d[first_sync:] if x["mode"] == "ssp" and "stalled" in x["reason"]]
 assert stalled, d
-assert all(2 <= x["staleness"] <= 32 for x in stalled), stalled
+assert all(2 <= x["staleness"] <= 10000 for x in stalled), stalled
 assert all(x["from_clock"] > 0 for x in d[1:]), d
 assert all(d[i]["at_seconds"] <= d[i + 1]["at_seconds"] for i in range(len(d) - 1)), d
 print("auto_mode_test: decisions", [(x["mode"], x["staleness"], round(x["at_seconds"], 1)) for x in d])

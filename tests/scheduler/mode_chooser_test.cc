@@ -1,6 +1,6 @@
 // ModeChooser: mode: auto's rule on measured trainers (sync for steady, similar speeds; async for
 // steady speeds far apart; ssp with a bound from the longest stall for variable or stalling
-// trainers) and the measures it takes from progress reports.
+// trainers, async for a stall no bound may cover) and the measures it takes from progress reports.
 #include <catch2/catch.hpp>
 
 #include "scheduler/mode_chooser.h"
@@ -59,6 +59,27 @@ CATCH_TEST_CASE("A stalling or varying trainer makes it ssp with a bound from th
   CATCH_CHECK(d.staleness == options.max_staleness);
 }
 
+CATCH_TEST_CASE("A stall longer than any ssp bound may cover makes it async", "[scheduler][auto]") {
+  ModeChooser::Options options;
+  options.max_staleness = 32;
+  // 4 s of a fastest trainer at 100 steps/s is 400 steps: ssp with 32 would hold it through most
+  // of every stall.
+  auto d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s, 400 of the fastest's steps") != std::string::npos);
+  CATCH_CHECK(d.reason.find("auto.max_staleness 32") != std::string::npos);
+  // With a cap that covers it, the same measures make it ssp with the bound.
+  options.max_staleness = 400;
+  d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  CATCH_CHECK(d.staleness == 400);
+  // A varying speed without a stall still takes the capped bound (a second of steps).
+  options.max_staleness = 32;
+  d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 2900, 90, 0.6)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  CATCH_CHECK(d.staleness == 32);
+}
+
 CATCH_TEST_CASE("Without two measured trainers the rule syncs", "[scheduler][auto]") {
   const ModeChooser::Options options;
   CATCH_CHECK(ModeChooser::Decide({}, options).mode == ConsistencyMode::kSync);
@@ -86,8 +107,10 @@ CATCH_TEST_CASE("Measures come from the reports: speed, spread and stalls", "[sc
   Feed(chooser, 1, 9, 11, 1000, 32);
   measures = chooser.Measures();
   CATCH_CHECK(measures[1].longest_stall_seconds == Approx(4.0));
+  // 4 s of 31.25 steps/s is 125 steps: more than the default cap of 32 covers.
   auto d = ModeChooser::Decide(measures, chooser.options());
-  CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s, 125 of the fastest's steps") != std::string::npos);
   // A speed that alternates between 1000 and 300 varies by about 50%.
   ModeChooser varying(ModeChooser::Options{}, 0.5);
   for (int i = 0; i < 10; ++i) {
