@@ -9,13 +9,14 @@
 #
 # Scenarios (benchmarks/clusters/NAME.yaml): equal (two machines of 0.9 cores), home (1.2 : 0.3
 # cores, 1 : 0.25), home-slowlink (home with the slow machine on 100 Mbit), stalls (equal, the
-# laptop frozen 4 s of every 15 s). With --local only equal (--slowdown 1,1) and home (1,4)
-# exist. Cases in each scenario: the fast machine alone and the slow one alone (the baselines:
-# their samples/s added up is the sum the two could reach), sync, sync balanced by speed, async,
-# async whole (async_batch: whole with the staleness-aware rate), ssp (bound 3; in stalls also
-# 16), auto and auto whole (auto with the same two options). Each case runs --seeds times
-# (different --seed: the initial weights and the data order), interleaved: seed by seed, scenario
-# by scenario, case by case, so that the host's drift falls on every case alike.
+# laptop frozen 4 s of every 15 s) and, when named, stalls-remote (stalls with the server on a third
+# machine, so that both trainers keep one pace between stalls). With --local only equal (--slowdown
+# 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
+# (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
+# speed, async, async whole (async_batch: whole with the staleness-aware rate), ssp (bound 3; in the
+# stalls scenarios also 16), auto and auto whole (auto with the same two options). Each case runs
+# --seeds times (different --seed: the initial weights and the data order), interleaved: seed by
+# seed, scenario by scenario, case by case, so that the host's drift falls on every case alike.
 # Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64) with the model, an
 # evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
 # the weights after training, so they cost no training time).
@@ -78,8 +79,10 @@ done
 
 if ((local_form)); then
   known=(equal home)
+  extra=()
 else
   known=(equal home home-slowlink stalls)
+  extra=(stalls-remote)   # run when named
 fi
 if ((quick)); then
   seeds=1
@@ -87,6 +90,7 @@ if ((quick)); then
 fi
 [[ -n $scenarios ]] || scenarios=$(IFS=,; echo "${known[*]}")
 IFS=, read -r -a chosen <<<"$scenarios"
+known+=("${extra[@]}")
 for s in "${chosen[@]}"; do
   [[ " ${known[*]} " == *" $s "* ]] ||
     { echo "modes.sh: scenario '$s' is not one of: ${known[*]}$( ((local_form)) && echo ' (with --local)')" >&2; exit 2; }
@@ -115,10 +119,13 @@ cases_of() {
     slow="--trainers 1 --slowdown $([[ $scenario == home ]] && echo 4 || echo 1)"
   else
     local spec=benchmarks/clusters/$scenario.yaml
-    local machines
-    machines=$(awk -F: '/^[a-z0-9-]+:/ { print $1 }' "$spec" | tr '\n' ' ')
-    read -r fast_machine slow_machine _ <<<"$machines"
-    fast="--only $fast_machine"
+    # The first machine with a trainer is the fast one; machines without a trainer (a server of
+    # its own) stay in its run.
+    local trainers others
+    trainers=$(awk -F: '/^[a-z0-9-]+:/ && /trainer/ { print $1 }' "$spec" | tr '\n' ' ')
+    others=$(awk -F: '/^[a-z0-9-]+:/ && !/trainer/ { printf ",%s", $1 }' "$spec")
+    read -r fast_machine _ <<<"$trainers"
+    fast="--only $fast_machine$others"
     slow="--slow-alone"   # the spec less the fast machine's trainer (see slow_spec)
   fi
   echo "fast alone|--mode sync $fast"
@@ -128,7 +135,7 @@ cases_of() {
   echo "async|--mode async"
   ((quick)) || echo "async whole|--mode async --async-batch whole --staleness-aware-lr true"
   ((quick)) || echo "ssp s=3|--mode ssp --staleness 3"
-  if ((!quick)) && [[ $scenario == stalls ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi
+  if ((!quick)) && [[ $scenario == stalls* ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi
   echo "auto|--mode auto"
   ((quick)) || echo "auto whole|--mode auto --async-batch whole --staleness-aware-lr true"
 }
@@ -144,13 +151,16 @@ chosen_cases_of() {
 }
 
 # The slow machine alone still needs the server and scheduler where the spec puts them: the
-# scenario's spec with the first machine's trainer role removed.
+# scenario's spec with the trainer role of its first machine with one removed (and the machine,
+# when that was its only role).
 slow_spec() {
   /usr/bin/python3 - "benchmarks/clusters/$1.yaml" "$2" <<'PY'
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
-first = next(iter(spec))
+first = next(m for m in spec if "trainer" in spec[m]["roles"])
 spec[first]["roles"] = [r for r in spec[first]["roles"] if r != "trainer"]
+if not spec[first]["roles"]:
+    del spec[first]
 with open(sys.argv[2], "w") as f:
     f.write("# " + sys.argv[1] + " without the trainer of " + first + " (modes.sh's slow-alone baseline)\n")
     yaml.safe_dump(spec, f, default_flow_style=None, sort_keys=False)

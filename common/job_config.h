@@ -67,6 +67,7 @@ struct AutoModeOptions {
   double sync_min_speed_ratio = 0.5;   // steady trainers sync when slowest / fastest speed is at
                                        // least this, and go async below it
   uint32_t max_staleness = 32;         // the largest ssp bound it chooses
+  double stall_memory_seconds = 60;    // a trainer's stall counts this long after it ended
 };
 
 // The job file's `security` section.

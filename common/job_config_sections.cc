@@ -101,6 +101,7 @@ Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeO
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{2}, uint32_t{10000}, &options.max_staleness);
        }},
+      {"stall_memory_seconds", number(&options.stall_memory_seconds, 1, 86400)},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "auto.", fields));
   *out = options;

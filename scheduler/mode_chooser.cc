@@ -21,12 +21,23 @@ ModeChooser::ModeChooser(Options options, double progress_interval_seconds)
 void ModeChooser::Observe(uint32_t rank, double now_seconds, double samples, double steps,
                           double paced_seconds) {
   std::deque<Report>& reports = reports_[rank];
+  std::deque<Stall>& stalls = stalls_[rank];
+  if (!reports.empty()) {
+    const double gap = now_seconds - reports.back().at;
+    if (gap > options_.stall_factor * progress_interval_seconds_) {
+      stalls.push_back(Stall{now_seconds, gap - progress_interval_seconds_});
+    }
+  }
+  while (!stalls.empty() && stalls.front().ended < now_seconds - options_.stall_memory_seconds) {
+    stalls.pop_front();
+  }
   reports.push_back(Report{now_seconds, samples, steps, paced_seconds});
   while (reports.size() > options_.window_reports) reports.pop_front();
 }
 
 void ModeChooser::Forget(uint32_t rank) {
   reports_.erase(rank);
+  stalls_.erase(rank);
 }
 
 std::vector<ModeChooser::TrainerMeasure> ModeChooser::Measures() const {
@@ -36,14 +47,11 @@ std::vector<ModeChooser::TrainerMeasure> ModeChooser::Measures() const {
     m.rank = rank;
     double samples = 0, steps = 0, seconds = 0;
     std::vector<double> speeds;
-    for (size_t i = 0; i < reports.size(); ++i) {
-      const Report& r = reports[i];
-      if (i > 0) {
-        const double gap = r.at - reports[i - 1].at;
-        if (gap > options_.stall_factor * progress_interval_seconds_) {
-          m.longest_stall_seconds = std::max(m.longest_stall_seconds, gap - progress_interval_seconds_);
-        }
-      }
+    if (auto it = stalls_.find(rank); it != stalls_.end()) {
+      for (const Stall& s : it->second)
+        m.longest_stall_seconds = std::max(m.longest_stall_seconds, s.seconds);
+    }
+    for (const Report& r : reports) {
       if (r.seconds <= 0 || r.samples <= 0) continue;
       samples += r.samples;
       steps += r.steps;
@@ -97,6 +105,9 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
                              Fixed(fastest->samples_per_second, 0) + " samples/s, trainer " +
                              std::to_string(slowest->rank) + " " + Fixed(slowest->samples_per_second, 0) +
                              " (ratio " + Fixed(ratio, 2) + ")";
+  const std::string stalled = "a trainer stalled for " + Fixed(stall, 1) +
+                              " s (the longest stall in the last " + Fixed(options.stall_memory_seconds, 0) +
+                              " s)";
   if (stall > 0 || most_variable->variation > options.steady_variation) {
     // Enough slack for the fastest trainer to run through the longest stall seen (or a second
     // of a varying speed) without waiting.
@@ -106,7 +117,7 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
       // A bound that cannot cover the stall holds the others through the rest of it, every time:
       // ssp would run at the stalling trainer's pace, as sync does.
       d.mode = ConsistencyMode::kAsync;
-      d.reason = "a trainer stalled for " + Fixed(stall, 1) + " s, " + Fixed(steps, 0) +
+      d.reason = stalled + ", " + Fixed(steps, 0) +
                  " of the fastest's steps, more than an ssp bound may cover (auto.max_staleness " +
                  std::to_string(options.max_staleness) + "); " + speeds +
                  "; async lets the others go on through a stall";
@@ -114,7 +125,7 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
     }
     d.mode = ConsistencyMode::kSsp;
     d.staleness = static_cast<uint32_t>(std::clamp(steps, 2.0, static_cast<double>(options.max_staleness)));
-    d.reason = (stall > 0 ? "a trainer stalled for " + Fixed(stall, 1) + " s"
+    d.reason = (stall > 0 ? stalled
                           : "trainer " + std::to_string(most_variable->rank) + "'s speed varies by " +
                                 Fixed(100 * most_variable->variation, 0) + "%") +
                "; " + speeds + "; bound " + std::to_string(d.staleness) + " = the fastest's steps in " +

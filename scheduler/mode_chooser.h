@@ -4,9 +4,11 @@
 // and decides which consistency mode suits the trainers as measured:
 //   - a trainer whose speed varies (relative spread of its report speeds above
 //     `steady_variation`) or that stalled (a gap between reports of more than `stall_factor`
-//     progress intervals): ssp, with a bound of as many of the fastest trainer's steps as the
-//     longest stall seen lasted (at least 2, at most `max_staleness`), so that a transient
-//     straggler costs the others nothing unless it stalls longer;
+//     progress intervals, remembered for `stall_memory_seconds`, so that a machine stalling every
+//     so often counts as stalling between its stalls too): ssp, with a bound of as many of the
+//     fastest trainer's steps as the longest stall remembered lasted (at least 2, at most
+//     `max_staleness`; async when the stall needs more), so that a transient straggler costs the
+//     others nothing unless it stalls longer;
 //   - steady trainers whose speeds are within `sync_min_speed_ratio` of each other: balanced
 //     sync (one averaged update per round, no staleness; the balancer evens out the rest);
 //   - steady trainers further apart: async, since a round then waits for the slow trainer's
@@ -34,7 +36,8 @@ class ModeChooser {
     double stall_factor = 3;             // a gap of this many progress intervals is a stall
     double sync_min_speed_ratio = 0.5;   // slowest / fastest speed from which steady trainers sync
     uint32_t max_staleness = 32;
-    size_t window_reports = 12;  // reports kept per trainer
+    double stall_memory_seconds = 60;  // a stall counts this long after it ended
+    size_t window_reports = 12;        // reports kept per trainer
   };
 
   struct Decision {
@@ -52,7 +55,7 @@ class ModeChooser {
     double samples_per_second = 0;     // pace over the window
     double steps_per_second = 0;       // at its current batch
     double variation = 0;              // relative standard deviation of its reports' speeds
-    double longest_stall_seconds = 0;  // longest gap between reports beyond stall_factor intervals (0: none)
+    double longest_stall_seconds = 0;  // longest stall remembered (0: none)
     size_t reports = 0;
   };
 
@@ -73,9 +76,13 @@ class ModeChooser {
   struct Report {
     double at = 0, samples = 0, steps = 0, seconds = 0;
   };
+  struct Stall {
+    double ended = 0, seconds = 0;
+  };
   Options options_;
   double progress_interval_seconds_;
   std::map<uint32_t, std::deque<Report>> reports_;
+  std::map<uint32_t, std::deque<Stall>> stalls_;  // per trainer, the last stall_memory_seconds'
 };
 
 }  // namespace hetps

@@ -49,6 +49,7 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     rule.steady_variation = job_.auto_mode.steady_variation;
     rule.sync_min_speed_ratio = job_.auto_mode.sync_min_speed_ratio;
     rule.max_staleness = job_.auto_mode.max_staleness;
+    rule.stall_memory_seconds = job_.auto_mode.stall_memory_seconds;
     chooser_.emplace(rule, job_.progress_interval_ms / 1000.0);
     auto_rule_.staleness = job_.staleness;
     auto_rule_.reason = "the start: ssp while the trainers are measured";

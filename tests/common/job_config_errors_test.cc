@@ -64,6 +64,7 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
       {"auto:\n  sync_min_speed_ratio: 1.5\n", {"job.yaml:2: auto.sync_min_speed_ratio", "1.5", "[0, 1]"}},
       {"auto:\n  max_staleness: 1\n", {"job.yaml:2: auto.max_staleness", "1", "2..10000"}},
+      {"auto:\n  stall_memory_seconds: 0\n", {"job.yaml:2: auto.stall_memory_seconds", "0", "[1, 86400]"}},
       {"auto:\n  bound: 3\n", {"job.yaml:2: auto.bound", "unknown key", "measure_seconds"}},
       {"model: resnet\n", {"job.yaml:1: model", "'resnet'", "mlp, cnn"}},
       {"dataset: mnist\n", {"job.yaml:1: dataset", "'mnist'", "fashion-mnist"}},

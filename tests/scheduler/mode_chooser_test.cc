@@ -66,7 +66,9 @@ CATCH_TEST_CASE("A stall longer than any ssp bound may cover makes it async", "[
   // of every stall.
   auto d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
   CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
-  CATCH_CHECK(d.reason.find("stalled for 4.0 s, 400 of the fastest's steps") != std::string::npos);
+  CATCH_CHECK(
+      d.reason.find("stalled for 4.0 s (the longest stall in the last 60 s), 400 of the fastest's steps") !=
+      std::string::npos);
   CATCH_CHECK(d.reason.find("auto.max_staleness 32") != std::string::npos);
   // With a cap that covers it, the same measures make it ssp with the bound.
   options.max_staleness = 400;
@@ -110,7 +112,9 @@ CATCH_TEST_CASE("Measures come from the reports: speed, spread and stalls", "[sc
   // 4 s of 31.25 steps/s is 125 steps: more than the default cap of 32 covers.
   auto d = ModeChooser::Decide(measures, chooser.options());
   CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
-  CATCH_CHECK(d.reason.find("stalled for 4.0 s, 125 of the fastest's steps") != std::string::npos);
+  CATCH_CHECK(
+      d.reason.find("stalled for 4.0 s (the longest stall in the last 60 s), 125 of the fastest's steps") !=
+      std::string::npos);
   // A speed that alternates between 1000 and 300 varies by about 50%.
   ModeChooser varying(ModeChooser::Options{}, 0.5);
   for (int i = 0; i < 10; ++i) {
@@ -123,6 +127,41 @@ CATCH_TEST_CASE("Measures come from the reports: speed, spread and stalls", "[sc
   // A trainer forgotten leaves the measures.
   varying.Forget(1);
   CATCH_CHECK(varying.Measures().size() == 1);
+}
+
+CATCH_TEST_CASE("A stall counts for stall_memory_seconds after its reports left the window",
+                "[scheduler][auto]") {
+  // Two trainers of one speed; trainer 1 stops reporting for 4 s at 5 s, as a machine that stalls
+  // every so often, then runs steadily. Between its stalls its reports alone look steady: without
+  // the memory the rule would sync until the next stall, and two looks would never agree.
+  ModeChooser chooser(ModeChooser::Options{}, 0.5);
+  Feed(chooser, 0, 0, 40, 1000, 32);
+  Feed(chooser, 1, 0, 5, 1000, 32);
+  Feed(chooser, 1, 9, 40, 1000, 32);
+  auto measures = chooser.Measures();
+  CATCH_CHECK(measures[1].variation == Approx(0).margin(1e-9));  // the window holds no stall
+  CATCH_CHECK(measures[1].longest_stall_seconds == Approx(4.0));
+  auto d = ModeChooser::Decide(measures, chooser.options());
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s (the longest stall in the last 60 s)") != std::string::npos);
+  // 60 s after it ended (at 9 s) it is forgotten, and the steady trainers sync.
+  Feed(chooser, 0, 40, 70, 1000, 32);
+  Feed(chooser, 1, 40, 70, 1000, 32);
+  measures = chooser.Measures();
+  CATCH_CHECK(measures[1].longest_stall_seconds == 0);
+  CATCH_CHECK(ModeChooser::Decide(measures, chooser.options()).mode == ConsistencyMode::kSync);
+  // The memory is the option's; the longest stall in it counts.
+  ModeChooser::Options short_memory;
+  short_memory.stall_memory_seconds = 10;
+  ModeChooser brief(short_memory, 0.5);
+  Feed(brief, 1, 0, 5, 1000, 32);
+  Feed(brief, 1, 8, 12, 1000, 32);   // a 3 s stall, over at 8 s
+  Feed(brief, 1, 14, 16, 1000, 32);  // a 2 s stall, over at 14 s
+  CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == Approx(3.0));
+  Feed(brief, 1, 16, 19, 1000, 32);
+  CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == Approx(2.0));
+  Feed(brief, 1, 19, 25, 1000, 32);
+  CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == 0);
 }
 
 }  // namespace hetps
