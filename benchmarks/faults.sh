@@ -40,9 +40,10 @@ prepare_benchmark
 
 if ((quick)); then
   job=(--config configs/fashion_mnist.yaml --model mlp --max-train-samples 6000 --lr 0.02)
-  # Trainers 12x slower than they can be in fault runs: the job lasts long enough for the kills to
-  # fall inside training however fast the machine.
-  fault_flags=(--slowdown 12,12)
+  # Trainers 40x slower than they can be in fault runs, so that the job lasts long enough for the
+  # kills to fall inside training: about 6 s on a 2-core machine that computes an MLP step in
+  # 1.5 ms, 25 s where it takes 6 ms (12x was too short for the first).
+  fault_flags=(--slowdown 40,40)
   interval=1
   kill_window=2  # seconds after the first checkpoint within which the kill falls
 else
@@ -90,7 +91,14 @@ fault() {
   local victim=$((RANDOM % 2))
   local pid
   pid=$(pgrep -P "$launcher" -f hetps-server | sed -n "$((victim + 1))p" || true)
-  [[ -n $pid ]] && kill -9 "$pid" && echo "faults.sh: $name: killed server $victim after ${delay}00 ms"
+  if [[ -z $pid ]]; then
+    echo "faults.sh: fault run $name: the job ended before its server could be killed (${delay}00 ms after" \
+      "the first checkpoint); it is too short on this machine" >&2
+    wait "$launcher" || true
+    launcher=""
+    return 1
+  fi
+  kill -9 "$pid" && echo "faults.sh: $name: killed server $victim after ${delay}00 ms"
   if ((kill_trainer)); then
     delay=$((RANDOM % (kill_window * 10)))
     sleep "$((delay / 10)).$((delay % 10))"

@@ -1,6 +1,7 @@
 #include "http/http_server.h"
 
 #include <array>
+#include <list>
 #include <optional>
 
 #include <boost/asio/ip/tcp.hpp>
@@ -94,6 +95,10 @@ class HttpServer::Impl {
   class Session;
 
   void Accept();
+  // At max_connections: closes the oldest open connection still waiting for (the rest of) a
+  // request, so that a client that sends its request at once is served while idle or slow ones
+  // hold every slot. False when every open connection is busy answering.
+  bool EvictOldestWaiting();
   // The response to `request`: the page, JSON, metrics or an error status.
   http::response<http::string_body> Respond(const http::request<http::string_body>& request);
 
@@ -104,6 +109,8 @@ class HttpServer::Impl {
   std::atomic<uint32_t> open_{0};
   asio::io_context ioc_{1};
   Tcp::acceptor acceptor_{ioc_};
+  // Every session in the order accepted; used by the io_context's one thread only.
+  std::list<std::weak_ptr<Session>> sessions_;
 };
 
 class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
@@ -111,7 +118,16 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   Session(Impl& server, Tcp::socket socket) : server_(server), stream_(std::move(socket)) { ++server_.open_; }
   ~Session() { --server_.open_; }
 
+  bool waiting() const { return waiting_; }
+  // Closes the connection to make room for a new one; a request begun counts as dropped.
+  void Evict() {
+    if (parser_ && parser_->got_some()) ++server_.dropped_;
+    evicted_ = true;
+    Close();
+  }
+
   void Read(bool first) {
+    waiting_ = true;
     parser_.emplace();
     parser_->header_limit(server_.options_.header_limit_bytes);
     parser_->body_limit(server_.options_.max_body_bytes);
@@ -122,6 +138,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
 
  private:
   void OnRead(beast::error_code ec) {
+    waiting_ = false;
+    if (evicted_) return;  // counted by Evict
     if (ec == http::error::end_of_stream) return Close();
     if (ec == http::error::header_limit || ec == http::error::buffer_overflow) {
       return Fail(http::status::request_header_fields_too_large, "request headers over the limit");
@@ -195,6 +213,8 @@ class HttpServer::Impl::Session : public std::enable_shared_from_this<Session> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   uint32_t served_ = 0;
+  bool waiting_ = false;  // for (the rest of) a request, not answering one
+  bool evicted_ = false;
   std::array<char, 4096> drain_;
 };
 
@@ -202,16 +222,39 @@ void HttpServer::Impl::Accept() {
   acceptor_.async_accept(asio::make_strand(ioc_), [this](beast::error_code ec, Tcp::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
-      if (open_.load() >= options_.max_connections) {
+      if (open_.load() >= options_.max_connections && !EvictOldestWaiting()) {
         ++dropped_;
         boost::system::error_code ignored;
         socket.close(ignored);
       } else {
-        std::make_shared<Session>(*this, std::move(socket))->Read(/*first=*/true);
+        auto session = std::make_shared<Session>(*this, std::move(socket));
+        // Closed sessions leave their entries behind; drop them before the list outgrows the limit.
+        if (sessions_.size() >= 2 * static_cast<size_t>(options_.max_connections)) {
+          sessions_.remove_if([](const std::weak_ptr<Session>& entry) { return entry.expired(); });
+        }
+        sessions_.push_back(session);
+        session->Read(/*first=*/true);
       }
     }
     Accept();
   });
+}
+
+bool HttpServer::Impl::EvictOldestWaiting() {
+  for (auto it = sessions_.begin(); it != sessions_.end();) {
+    std::shared_ptr<Session> session = it->lock();
+    if (!session) {
+      it = sessions_.erase(it);
+      continue;
+    }
+    if (session->waiting()) {
+      sessions_.erase(it);
+      session->Evict();
+      return true;
+    }
+    ++it;
+  }
+  return false;
 }
 
 http::response<http::string_body> HttpServer::Impl::Respond(const http::request<http::string_body>& request) {

@@ -3,10 +3,12 @@
 // with Boost.Beast on one thread of its own (Boost.Asio's io_context), at the lowest CPU priority.
 //
 // It never touches the scheduler's state and never blocks its loop: the loop publishes snapshots
-// and goes on. Hostile clients are bounded: at most max_connections at once (more are closed on
-// accept), a request must arrive whole within request_timeout, headers beyond header_limit_bytes
-// get 431, a body beyond max_body_bytes 413, anything unparsable 400, a method other than GET or
-// HEAD 405, an unknown path 404. Start and Stop from one thread; counters from any.
+// and goes on. Hostile clients are bounded: at most max_connections at once (a connection beyond
+// them takes the place of the oldest one still waiting for a request, so that idle or slow
+// clients cannot lock out one that sends its request at once; when every one is answering, the
+// new one is closed on accept), a request must arrive whole within request_timeout, headers beyond
+// header_limit_bytes get 431, a body beyond max_body_bytes 413, anything unparsable 400, a method other than
+// GET or HEAD 405, an unknown path 404. Start and Stop from one thread; counters from any.
 #pragma once
 
 #include <atomic>
@@ -23,7 +25,7 @@ namespace hetps {
 
 struct HttpServerOptions {
   std::string listen;                               // "ADDR:PORT" ("[::1]:PORT"); port 0 picks one
-  uint32_t max_connections = 64;                    // open at once; more are closed on accept
+  uint32_t max_connections = 64;                    // open at once; a new one evicts the oldest idle one
   std::chrono::milliseconds request_timeout{5000};  // a request's header (and body) must arrive within it
   std::chrono::milliseconds idle_timeout{15000};    // a kept-alive connection waits this long for the next
   std::chrono::milliseconds write_timeout{5000};    // a response must be taken within it
@@ -51,7 +53,7 @@ class HttpServer {
   struct Counters {
     uint64_t requests = 0;  // answered with any status
     uint64_t errors = 0;    // answered 4xx or 5xx
-    uint64_t dropped = 0;   // closed unanswered: over max_connections, timed out, reset
+    uint64_t dropped = 0;   // closed unanswered: over max_connections, evicted mid-request, timed out, reset
   };
   Counters counters() const;
 

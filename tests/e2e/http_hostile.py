@@ -90,8 +90,8 @@ def malformed(host, port):
         lambda: b"\r\n\r\n",
         lambda: b"GET /metrics HTTP/9.9\r\n\r\n",
     ]
-    # Most connections find the server at its connection limit (the slow and idle ones hold it)
-    # and are closed unanswered, so only a few dozen bad requests are answered in a job's time.
+    # The slow and idle connections keep the server at its connection limit; a new connection
+    # takes the place of the oldest one waiting for a request, so most of these are answered.
     # Half the time, send a kind that has not been answered yet, so that every kind's status is
     # seen rather than left to chance.
     unanswered = list(range(len(payloads)))

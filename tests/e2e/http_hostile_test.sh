@@ -22,12 +22,18 @@ fail() {
   exit 1
 }
 
-# Unslowed, the job takes 3 s on an idle 2-core machine, too short for the load to get going: its
-# trainers sleep 4x their compute (--slowdown), in both runs, so that it lasts about 15 s.
-run_job() {  # run_job NAME [hostile]: trains, and with `hostile` under load; sets `rate`
+# Unslowed, the job takes 1-3 s on an idle 2-core machine, too short for the load to get going:
+# its trainers sleep after their compute (--slowdown), the same in both runs, so that it trains for
+# at least `min_seconds`. The factor starts at 5 and, when the quiet run trained for less, grows in
+# proportion (to 1.25x `min_seconds`) and the quiet run is repeated: the faster the machine, the
+# larger it must be.
+min_seconds=12
+slowdown=5
+run_job() {  # run_job NAME [hostile]: trains, and with `hostile` under load; sets `rate` and `seconds`
   local name=$1 hostile=${2:-}
+  rm -rf "${work:?}/$name"
   "$root/scripts/launch_local.sh" --no-build --build-dir "$build" --servers 1 --trainers 2 --mode async \
-    --model mlp --epochs 1 --max-train-samples 24000 --lr 0.05 --http 127.0.0.1:0 --slowdown 5,5 \
+    --model mlp --epochs 1 --max-train-samples 24000 --lr 0.05 --http 127.0.0.1:0 --slowdown "$slowdown,$slowdown" \
     --summary "$work/$name.json" --run-dir "$work/$name" --progress plain > "$work/$name.out" 2>&1 &
   local launcher=$!
   pids+=("$launcher")
@@ -51,11 +57,17 @@ run_job() {  # run_job NAME [hostile]: trains, and with `hostile` under load; se
     kill -TERM "$load"
     wait "$load" || true
   fi
-  rate=$(/usr/bin/python3 -c 'import json, sys; print(round(json.load(open(sys.argv[1]))["samples_per_second"]))' \
-    "$work/$name.json")
+  read -r rate seconds < <(/usr/bin/python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+print(round(s["samples_per_second"]), round(s["train_seconds"], 1))' "$work/$name.json")
 }
 
 run_job quiet
+if /usr/bin/python3 -c 'import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)' "$seconds" "$min_seconds"; then
+  slowdown=$(/usr/bin/python3 -c 'import math, sys; print(math.ceil(float(sys.argv[1]) * 1.25 * float(sys.argv[2]) / max(float(sys.argv[3]), 0.1)))' \
+    "$slowdown" "$min_seconds" "$seconds")
+  echo "the quiet job trained for ${seconds} s, under ${min_seconds} s: again with --slowdown $slowdown"
+  run_job quiet
+fi
 quiet=$rate
 run_job hostile hostile
 hostile=$rate
