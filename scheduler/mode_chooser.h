@@ -17,6 +17,7 @@
 // scheduler's loop thread; time is passed in, so tests drive it with made-up reports.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -44,9 +45,16 @@ class ModeChooser {
     ConsistencyMode mode = ConsistencyMode::kSsp;  // kSync, kAsync or kSsp
     uint32_t staleness = 0;                        // kSsp only
     std::string reason;
+    // The same mode and, in ssp, bounds within kBoundTolerance of each other: a bound measured
+    // from a stall moves with the trainers' speeds from look to look (241, 286, 293 steps), and
+    // a few percent of it is not worth a switch, nor a reason to never see two looks agree.
     bool SameRule(const Decision& other) const {
-      return mode == other.mode && (mode != ConsistencyMode::kSsp || staleness == other.staleness);
+      if (mode != other.mode) return false;
+      if (mode != ConsistencyMode::kSsp) return true;
+      const double low = std::min(staleness, other.staleness), high = std::max(staleness, other.staleness);
+      return high <= kBoundTolerance * low;
     }
+    static constexpr double kBoundTolerance = 1.5;
   };
 
   // What the rule looks at, per trainer.

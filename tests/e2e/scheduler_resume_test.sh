@@ -15,11 +15,12 @@ cleanup() {
 }
 trap cleanup EXIT
 samples=12000
-# Trainers 12x slower than they can be, so that the kill falls inside training on any machine.
+# Trainers 30x slower than they can be, so that the kill falls inside training (12x left a job of
+# 4 s on a machine that computes an MLP step in 1.5 ms, and under load the kill came at its end).
 
 "$root/scripts/launch_local.sh" --no-build --build-dir "$build" --config "$root/configs/fashion_mnist.yaml" \
   --servers 2 --trainers 2 --mode "$mode" --model mlp --epochs 1 --lr 0.02 --momentum 0.9 \
-  --max-train-samples "$samples" --checkpoint-interval 1 --slowdown 12,12 --run-dir "$work/first" --progress plain \
+  --max-train-samples "$samples" --checkpoint-interval 1 --slowdown 30,30 --run-dir "$work/first" --progress plain \
   > "$work/first.out" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do

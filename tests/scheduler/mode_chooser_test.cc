@@ -82,6 +82,21 @@ CATCH_TEST_CASE("A stall longer than any ssp bound may cover makes it async", "[
   CATCH_CHECK(d.staleness == 32);
 }
 
+CATCH_TEST_CASE("ssp rules with bounds within 1.5x of each other are the same rule", "[scheduler][auto]") {
+  auto rule = [](ConsistencyMode mode, uint32_t staleness) {
+    ModeChooser::Decision d;
+    d.mode = mode;
+    d.staleness = staleness;
+    return d;
+  };
+  CATCH_CHECK(rule(ConsistencyMode::kSsp, 241).SameRule(rule(ConsistencyMode::kSsp, 286)));
+  CATCH_CHECK(rule(ConsistencyMode::kSsp, 300).SameRule(rule(ConsistencyMode::kSsp, 200)));
+  CATCH_CHECK_FALSE(rule(ConsistencyMode::kSsp, 3).SameRule(rule(ConsistencyMode::kSsp, 5)));
+  CATCH_CHECK_FALSE(rule(ConsistencyMode::kSsp, 20).SameRule(rule(ConsistencyMode::kSsp, 32)));
+  CATCH_CHECK_FALSE(rule(ConsistencyMode::kSsp, 32).SameRule(rule(ConsistencyMode::kAsync, 0)));
+  CATCH_CHECK(rule(ConsistencyMode::kSync, 0).SameRule(rule(ConsistencyMode::kSync, 7)));
+}
+
 CATCH_TEST_CASE("Without two measured trainers the rule syncs", "[scheduler][auto]") {
   const ModeChooser::Options options;
   CATCH_CHECK(ModeChooser::Decide({}, options).mode == ConsistencyMode::kSync);
