@@ -28,7 +28,11 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // SGD (torch::optim::SGD): d = g + wd * w; with momentum, buf = d on the first step and
 // buf = momentum * buf + (1 - dampening) * d afterwards; d = d + momentum * buf (nesterov) or buf;
-// w -= lr * d.
+// w -= lr * d. A step's lr_scale k (its share of the global batch) steps plain SGD by lr * k; with
+// momentum d is scaled by k before it enters the buffer instead (buf = momentum * buf + k * d,
+// w -= lr * d), which takes the same steps when k is the same every step and, when it is not
+// (pushes of different sizes in async), weights every sample's gradient in the buffer alike
+// instead of moving the whole buffer by the share of the push at hand.
 
 void SgdLoop(float* __restrict weights, const float* __restrict grad, float grad_scale, size_t n,
              float weight_decay, float neg_lr) {
@@ -43,11 +47,11 @@ void SgdLoop(float* __restrict weights, const float* __restrict grad, float grad
 // LibTorch's clone) for any finite initial buffer, and (momentum, 1 - dampening) afterwards.
 template <bool kNesterov>
 void SgdMomentumLoop(float* __restrict weights, const float* __restrict grad, float grad_scale,
-                     float* __restrict buf, size_t n, float weight_decay, float neg_lr, float buf_keep,
-                     float d_weight, float momentum) {
+                     float* __restrict buf, size_t n, float weight_decay, float share, float neg_lr,
+                     float buf_keep, float d_weight, float momentum) {
   for (size_t i = 0; i < n; ++i) {
     const float w = weights[i];
-    float d = grad_scale * grad[i] + weight_decay * w;
+    float d = share * (grad_scale * grad[i] + weight_decay * w);
     const float b = buf_keep * buf[i] + d_weight * d;
     buf[i] = b;
     d = kNesterov ? d + momentum * b : b;
@@ -65,22 +69,22 @@ class Sgd final : public Optimizer {
              float lr_scale) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
-    const float neg_lr = static_cast<float>(-(o.lr * lr_scale));
     const float weight_decay = static_cast<float>(o.weight_decay);
     if (o.momentum == 0) {
-      SgdLoop(weights, grad, grad_scale, n, weight_decay, neg_lr);
+      SgdLoop(weights, grad, grad_scale, n, weight_decay, static_cast<float>(-(o.lr * lr_scale)));
       return;
     }
+    const float neg_lr = static_cast<float>(-o.lr);
     const bool first = step == 1;
     const float buf_keep = first ? 0.0f : static_cast<float>(o.momentum);
     const float d_weight = first ? 1.0f : static_cast<float>(1 - o.dampening);
     const float momentum = static_cast<float>(o.momentum);
     if (o.nesterov) {
-      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep, d_weight,
-                            momentum);
+      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
+                            d_weight, momentum);
     } else {
-      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, neg_lr, buf_keep, d_weight,
-                             momentum);
+      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
+                             d_weight, momentum);
     }
   }
 };
