@@ -15,7 +15,8 @@
 # HOST is what ssh is given (user@host, or a Host of the ssh config); localhost and 127.0.0.1 run
 # here without ssh. Keys: role (server or trainer; required), slots (processes of that role there,
 # default 1), device (trainers: auto, cpu, cuda, cuda:N or mps; default --device), threads
-# (trainers; default --threads), addr (the address the other machines reach it at; default HOST),
+# (trainers; default --threads), local_steps (trainers: hetps-trainer --local-steps, for a host on
+# a slow link; async and ssp with SGD; default 1), addr (the address the other machines reach it at; default HOST),
 # bin (the binaries' directory there; default this build's), data (trainers: the Fashion-MNIST
 # directory there, or `scheduler` for a host without the data, whose trainers receive it from the
 # scheduler with hetps-trainer --data-from-scheduler and keep it in that host's
@@ -184,7 +185,8 @@ start_trainer() {  # start_trainer I
   # shellcheck disable=SC2046
   start "trainer-$1" "$run_dir/trainer-$1.log" on_host "$e" "$(host_bin "$e")/hetps-trainer" \
     --scheduler "$endpoint" --device "${e_device[e]:-$device}" "${data[@]}" \
-    --threads "${e_threads[e]:-$threads}" ${trainer_flags[@]+"${trainer_flags[@]}"} \
+    --threads "${e_threads[e]:-$threads}" --local-steps "${e_steps[e]:-1}" \
+    ${trainer_flags[@]+"${trainer_flags[@]}"} \
     $(member_curve_flags "$e" "trainer-$1")
 }
 for ((i = 0; i < ${#trainer_entry[@]}; i++)); do start_trainer "$i"; done

@@ -12,13 +12,15 @@
 # Fields: cpus (cores, required; all machines together at most the cores here), link (a tc rate
 # such as 1gbit or 300mbit, both directions; none or absent: no limit), roles (scheduler, server,
 # trainer: one process each, repeats allowed; without a scheduler it goes to the first server's
-# machine), threads (compute threads per trainer, default 1), stall ({every: S, for: S}: frozen
+# machine), threads (compute threads per trainer, default 1), local_steps (hetps-trainer
+# --local-steps of its trainers, default 1), stall ({every: S, for: S}: frozen
 # for `for` seconds every `every` seconds; with cpus: C throttled to C cores instead).
 # See docs/sim_cluster.md.
 #
 # Spec options:
 #   --spec FILE       the machines (required)
 #   --only A,B        run only these machines of the spec (e.g. the fast one alone)
+#   --local-steps NAME=N[,NAME=N]  these machines' local_steps, over the spec's
 #   --clean           remove what runs killed with SIGKILL left behind, then exit
 # Job options (override the job file, as in scripts/launch_local.sh; the spec sets --servers and
 # --trainers): --config FILE  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
@@ -42,6 +44,7 @@ source "$root/scripts/lib/sim_machines.sh"
 threads=""
 spec=""
 only=""
+local_steps_override=""
 clean=0
 
 while (($#)); do
@@ -51,6 +54,7 @@ while (($#)); do
   case $1 in
     --spec) need_value "$@"; spec=$2; shift 2 ;;
     --only) need_value "$@"; only=$2; shift 2 ;;
+    --local-steps) need_value "$@"; local_steps_override=$2; shift 2 ;;
     --clean) clean=1; shift ;;
     --device|--slowdown)
       echo "$tool: $1: simulated machines are CPUs, slow by their budget (the spec's cpus)" >&2; exit 2 ;;
@@ -64,12 +68,15 @@ reason=$(sim_unavailable)
 if ((clean)); then clean_stale; exit 0; fi
 [[ -n $spec ]] || { echo "$tool: --spec FILE is required (see benchmarks/clusters/)" >&2; exit 2; }
 
-# The spec, one machine per line: NAME CPUS LINK THREADS STALL_EVERY STALL_FOR STALL_CPUS ROLES.
+# The spec, one machine per line: NAME CPUS LINK THREADS LOCAL_STEPS STALL_EVERY STALL_FOR STALL_CPUS
+# ROLES.
 cores=$(getconf _NPROCESSORS_ONLN)
-machine_lines=$(/usr/bin/python3 "$root/scripts/lib/sim_spec.py" "$spec" "$cores" "$only") || exit 2
-m_name=() m_cpus=() m_link=() m_threads=() m_every=() m_for=() m_throttle=() m_roles=()
-while IFS=$'\t' read -r name cpus link machine_threads every length throttle roles; do
+machine_lines=$(/usr/bin/python3 "$root/scripts/lib/sim_spec.py" "$spec" "$cores" "$only" "$local_steps_override") ||
+  exit 2
+m_name=() m_cpus=() m_link=() m_threads=() m_local=() m_every=() m_for=() m_throttle=() m_roles=()
+while IFS=$'\t' read -r name cpus link machine_threads local_steps every length throttle roles; do
   m_name+=("$name") m_cpus+=("$cpus") m_link+=("$link") m_threads+=("${threads:-$machine_threads}")
+  m_local+=("$local_steps")
   m_every+=("$every") m_for+=("$length") m_throttle+=("$throttle") m_roles+=("$roles")
 done <<<"$machine_lines"
 machines=${#m_name[@]}
@@ -175,6 +182,7 @@ start_trainer() {  # start_trainer I
   local m=${trainer_machine[$1]}
   start "trainer-$1" "$run_dir/trainer-$1.log" on_machine "${m_name[m]}" "$bin/hetps-trainer" \
     --scheduler "$endpoint" --device cpu --data-dir "$data_dir" --threads "${m_threads[m]}" \
+    --local-steps "${m_local[m]}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$1")
 }
 for ((i = 0; i < ${#trainer_machine[@]}; i++)); do start_trainer "$i"; done

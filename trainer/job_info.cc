@@ -34,6 +34,11 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   if (job->data() != nullptr) {
     HETPS_ASSIGN_OR_RETURN(info.data, DataOptionsFromWire(*job->data()));
   }
+  if (job->optimizer() != nullptr) {
+    info.has_optimizer = true;
+    info.optimizer = OptimizerFromWire(*job->optimizer());
+  }
+  info.global_batch_size = job->global_batch_size();
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
   }

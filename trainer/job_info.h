@@ -29,6 +29,11 @@ struct JobInfo {
   std::chrono::milliseconds request_timeout{120000};
   std::string data_token;  // the routing id of its sockets to the servers (JoinAccepted)
   DataOptions data;        // the job's data files; format empty: the built-in data set
+  // The servers' optimizer and the global batch its lr is per, for --local-steps; absent from a
+  // scheduler that does not send them (has_optimizer false).
+  bool has_optimizer = false;
+  OptimizerOptions optimizer;
+  uint32_t global_batch_size = 0;
 };
 
 // The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or

@@ -96,6 +96,12 @@ int main(int argc, char** argv) {
                "Async and ssp: start the next step's forward on the weights at hand while the last "
                "step's weights travel, taking them in after its backward (each gradient is then one "
                "step staler; ssp needs staleness >= 1)");
+  app.add_option("--local-steps", options.local_steps,
+                 "Async and ssp with optimizer sgd: take this many steps on this trainer's own copy of "
+                 "the weights between pushes, and push their mean gradient (for a machine whose "
+                 "transfers of the model take longer than its step, e.g. on a slow link)")
+      ->default_val(options.local_steps)
+      ->check(CLI::Range(1, 1024));
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));

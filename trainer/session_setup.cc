@@ -38,6 +38,35 @@ Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEnd
   return Status::Ok();
 }
 
+namespace {
+
+// --local-steps N (N > 1): local steps of plain SGD stand in for the servers' steps between pushes.
+Status CheckLocalSteps(const TrainerOptions& options, const JobInfo& job) {
+  const std::string flag = "--local-steps " + std::to_string(options.local_steps);
+  if (job.mode != ConsistencyMode::kAsync && job.mode != ConsistencyMode::kSsp) {
+    return Status::InvalidArgument(flag + " needs mode async or ssp; this job's is " + ModeName(job.mode) +
+                                   " (a sync round, and auto's sync phases, take one batch's gradient from "
+                                   "each trainer)");
+  }
+  if (options.forward_during_pull) {
+    return Status::InvalidArgument(flag +
+                                   " and --forward-during-pull do not go together: choose one way to "
+                                   "keep computing while the weights travel");
+  }
+  if (!job.has_optimizer || job.global_batch_size == 0) {
+    return Status::Protocol(flag +
+                            ": the scheduler did not send the job's optimizer and global batch "
+                            "(a hetps-scheduler older than this trainer?)");
+  }
+  if (job.optimizer.kind != OptimizerOptions::Kind::kSgd) {
+    return Status::InvalidArgument(flag + " needs optimizer sgd (the local steps are SGD's); this job's is " +
+                                   OptimizerKindName(job.optimizer.kind));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status Trainer::Session::Setup() {
   std::string why;
   auto device = SelectDevice(options_.device, &why);
@@ -63,6 +92,11 @@ Status Trainer::Session::Setup() {
         " (a sync round, and auto's sync phases, need the weights that follow each step)");
   }
   step_options.forward_during_pull = options_.forward_during_pull;
+  if (options_.local_steps > 1) {
+    HETPS_RETURN_IF_ERROR(CheckLocalSteps(options_, job_));
+    step_options.local_steps = options_.local_steps;
+    step_options.lr_per_sample = job_.optimizer.lr / job_.global_batch_size;
+  }
   if (copy_stream_) {
     auto staging =
         GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
@@ -98,10 +132,15 @@ Status Trainer::Session::Setup() {
   weight_version_ = pulled->weight_version;
   HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
                   << " with the servers' weights of version " << weight_version_ << ", pushing "
-                  << (step_->overlapping() ? "each gradient as backward produces it"
-                                           : "the gradients after backward")
+                  << (options_.local_steps > 1 ? "the mean gradient of"
+                      : step_->overlapping()   ? "each gradient as backward produces it"
+                                               : "the gradients after backward")
                   << (options_.forward_during_pull ? ", the next forward running while the weights travel"
                                                    : "")
+                  << (options_.local_steps > 1
+                          ? " every " + std::to_string(options_.local_steps) + " local steps of " +
+                                std::to_string(job_.batch_size) + " samples"
+                          : "")
                   << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
   return Status::Ok();
 }

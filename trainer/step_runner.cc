@@ -1,5 +1,6 @@
 #include "trainer/step_runner.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -48,6 +49,8 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
       tensors_(buffers.signature().size()),
       loop_thread_(std::this_thread::get_id()) {
   if (options_.staging != nullptr) compute_ = std::make_unique<ComputeThread>();
+  if (options_.local_steps > 1)
+    local_ = std::make_unique<LocalSgd>(buffers_.parameters(), options_.lr_per_sample);
   if (options_.forward_during_pull) {
     for (const TensorInfo& tensor : buffers_.signature()) {
       weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
@@ -73,7 +76,9 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
   begun_ = false;
   const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
   if (!indices.empty()) {
-    HETPS_RETURN_IF_ERROR(options_.staging ? ComputeStaged(indices, &outcome) : Compute(indices, &outcome));
+    HETPS_RETURN_IF_ERROR(local_             ? ComputeLocal(indices, &outcome)
+                          : options_.staging ? ComputeStaged(indices, &outcome)
+                                             : Compute(indices, &outcome));
   }
   HETPS_RETURN_IF_ERROR(BeginPushes());  // a step without data pushes nothing
   if (ahead) {
@@ -243,17 +248,59 @@ Status StepRunner::ComputeStaged(const std::vector<int64_t>& indices, Outcome* o
   if (status.ok() && overlapping_) status = PushStaged(std::chrono::milliseconds(0), &pushed);
   HETPS_RETURN_IF_ERROR(computed);
   HETPS_RETURN_IF_ERROR(status);
-  if (!overlapping_) {
-    // Staged after backward, in order; the copies still overlap the pushes of earlier tensors.
-    size_t staged = 0;
-    for (size_t t = 0; t < tensors_; ++t) {
-      torch::Tensor grad = buffers_.DeviceGradient(t);
-      if (!grad.defined()) continue;
-      staging.Stage(t, grad);
-      ++staged;
+  if (!overlapping_) HETPS_RETURN_IF_ERROR(StageAll(&pushed));
+  pacer_.Wait();
+  HETPS_RETURN_IF_ERROR(PushRemaining());
+  outcome->compute_seconds = pacer_.Seconds();
+  return Status::Ok();
+}
+
+Status StepRunner::StageAll(size_t* pushed) {
+  // Staged after backward, in order; the copies still overlap the pushes of earlier tensors.
+  size_t staged = 0;
+  for (size_t t = 0; t < tensors_; ++t) {
+    torch::Tensor grad = buffers_.DeviceGradient(t);
+    if (!grad.defined()) continue;
+    options_.staging->Stage(t, grad);
+    ++staged;
+  }
+  pacer_.Wait();
+  while (*pushed < staged) HETPS_RETURN_IF_ERROR(PushStaged(std::chrono::milliseconds(1000), pushed));
+  return Status::Ok();
+}
+
+Status StepRunner::ComputeLocal(const std::vector<int64_t>& indices, Outcome* outcome) {
+  const size_t steps = std::min<size_t>(options_.local_steps, indices.size());
+  const size_t micro = (indices.size() + steps - 1) / steps;
+  pacer_.Start();
+  local_round_ = true;
+  Status status;
+  double loss_sum = 0;
+  try {
+    local_->Begin();
+    for (size_t at = 0; at < indices.size(); at += micro) {
+      const auto begin = indices.begin() + static_cast<std::ptrdiff_t>(at);
+      const std::vector<int64_t> part(
+          begin, begin + static_cast<std::ptrdiff_t>(std::min(micro, indices.size() - at)));
+      double loss = 0;
+      status = ForwardBackward(part, &loss);
+      if (!status.ok()) break;
+      loss_sum += loss * static_cast<double>(part.size());
+      local_->Step(static_cast<int64_t>(part.size()));
     }
-    pacer_.Wait();
-    while (pushed < staged) HETPS_RETURN_IF_ERROR(PushStaged(std::chrono::milliseconds(1000), &pushed));
+    if (status.ok()) local_->Finish(static_cast<int64_t>(indices.size()));
+  } catch (const c10::Error& e) {
+    status = Status::Internal("LibTorch failed in a local step of model " + options_.model_name + " on " +
+                              DeviceDescription(device_) + ": " + e.what_without_backtrace());
+  }
+  local_round_ = false;
+  HETPS_RETURN_IF_ERROR(status);
+  outcome->loss = loss_sum / static_cast<double>(indices.size());
+  if (options_.staging != nullptr) {
+    options_.staging->BeginStep();
+    HETPS_RETURN_IF_ERROR(BeginPushes());
+    size_t pushed = 0;
+    HETPS_RETURN_IF_ERROR(StageAll(&pushed));
   }
   pacer_.Wait();
   HETPS_RETURN_IF_ERROR(PushRemaining());
@@ -287,7 +334,7 @@ Status StepRunner::PushRemaining() {
 }
 
 void StepRunner::OnGradient(size_t tensor, const torch::Tensor& grad) {
-  if (!in_backward_) return;
+  if (!in_backward_ || local_round_) return;
   const bool push_here = options_.staging == nullptr && std::this_thread::get_id() == loop_thread_;
   // Before the first push, the weights of a step still travelling: wire time, not hand-off.
   if (push_here && push_status_.ok()) push_status_ = BeginPushes();

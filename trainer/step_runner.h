@@ -31,6 +31,7 @@
 #include "trainer/device/compute_thread.h"
 #include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
+#include "trainer/local_sgd.h"
 #include "trainer/models/models.h"
 #include "trainer/pacer.h"
 #include "trainer/ps_client.h"
@@ -51,6 +52,12 @@ class StepRunner {
     // Each gradient is then computed one step further behind (Push.ahead), which the servers
     // count as staleness. hetps-trainer --forward-during-pull.
     bool forward_during_pull = false;
+    // async, ssp with SGD (hetps-trainer --local-steps): a step's samples are split into this
+    // many micro-batches of equal size (the last smaller when they do not divide), each stepping
+    // the model's own weights by lr_per_sample per sample (LocalSgd), and the step pushes their
+    // mean gradient once. 1: one batch, one push.
+    uint32_t local_steps = 1;
+    double lr_per_sample = 0;  // the servers' SGD lr over the global batch
   };
 
   // What a step did.
@@ -113,6 +120,12 @@ class StepRunner {
   Status Compute(const std::vector<int64_t>& indices, Outcome* outcome);
   // The same through the staging: backward on the compute thread, pushes from this one.
   Status ComputeStaged(const std::vector<int64_t>& indices, Outcome* outcome);
+  // Local steps: forward, backward and a local SGD step per micro-batch, then one push of the
+  // step's mean gradient (directly, or through the staging).
+  Status ComputeLocal(const std::vector<int64_t>& indices, Outcome* outcome);
+  // Stages every gradient after backward, in order, and pushes each once its copy is done;
+  // `pushed` counts the pushes.
+  Status StageAll(size_t* pushed);
   // Forward and backward; the loss into `loss`. Internal naming the device on a LibTorch failure.
   Status ForwardBackward(const std::vector<int64_t>& indices, double* loss);
   // Assembles the batch of `indices` for a later step (Run's `next`); on a failure, none.
@@ -157,6 +170,8 @@ class StepRunner {
   size_t tensors_;
   std::thread::id loop_thread_;  // the thread that owns the client's sockets
   std::atomic<bool> in_backward_{false};
+  std::atomic<bool> local_round_{false};    // the hooks leave a local step's gradients alone
+  std::unique_ptr<LocalSgd> local_;         // with local_steps > 1
   Status push_status_;                      // the first failed push of the step under way
   std::unique_ptr<ComputeThread> compute_;  // with staging only
   std::optional<Batch> prepared_;           // assembled by Prepare() for prepared_indices_

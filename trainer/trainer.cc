@@ -76,7 +76,8 @@ Status Trainer::Session::TrainEpochs() {
     }
     ApplyPendingBatch();
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
-    auto indices = sampler_->Next(epoch_, job_.batch_size, clock_);
+    // With local steps a step takes the samples of all of them, and pushes once.
+    auto indices = sampler_->Next(epoch_, job_.batch_size * options_.local_steps, clock_);
     if (!indices.ok()) {
       HETPS_RETURN_IF_ERROR(RecoverIfPaused(indices.status()));
       continue;
@@ -173,7 +174,7 @@ Status Trainer::Session::Step(const std::vector<int64_t>& indices, uint64_t* rou
   // The next step's samples, when the chunks held already cover them (and, with served data, the
   // samples are here): their batch is assembled while this step waits for its weights.
   std::vector<int64_t> next;
-  if (!indices.empty()) next = sampler_->Peek(job_.batch_size);
+  if (!indices.empty() && options_.local_steps == 1) next = sampler_->Peek(job_.batch_size);
   if (fetcher_ && !fetcher_->Holds(DatasetSplit::kTrain, next.data(), next.size())) next.clear();
   auto outcome = step_->Run(clock_, indices, next);
   if (!outcome.ok()) return outcome.status();

@@ -50,6 +50,10 @@ struct TrainerOptions {
   // async, ssp: the next step's forward runs on the weights at hand while the last step's weights
   // travel (StepRunner::Options::forward_during_pull); other modes refuse it.
   bool forward_during_pull = false;
+  // async, ssp, SGD: each push follows this many steps of plain SGD on the trainer's own copy of
+  // the weights (each on a batch of the trainer's size), and carries their samples' mean
+  // gradient; for a machine whose transfers outlast its step (StepRunner::Options::local_steps).
+  uint32_t local_steps = 1;
   // Where copies between the device and the host run. Empty (the default): the device's own copy
   // stream, none on the CPU. Tests give a fake to run the GPU data path on the CPU or to make a
   // copy fail as a failing GPU would.

@@ -10,6 +10,7 @@ e_role=()     # server or trainer
 e_slots=()    # processes of that role on the host
 e_device=()   # trainers: the device, or empty for the launcher's --device
 e_threads=()  # trainers: compute threads, or empty for the launcher's --threads
+e_steps=()    # trainers: hetps-trainer --local-steps, or empty for 1
 e_addr=()     # the address the other hosts reach it at (empty: decided by resolve_addresses)
 e_bin=()      # where the binaries are on the host (empty: the launcher's build)
 e_data=()     # trainers: the data's directory on the host, `scheduler` (none there: the
@@ -24,7 +25,7 @@ hostfile_error() {  # FILE LINE MESSAGE
 # Reads an MPI-style hostfile: one host a line, `HOST key=value ...`, `#` starts a comment.
 # Exits 2 with FILE:LINE and the reason on any bad line.
 parse_hostfile() {  # FILE
-  local file=$1 number=0 line host word key value role slots device threads addr bin_dir data
+  local file=$1 number=0 line host word key value role slots device threads local_steps addr bin_dir data
   local words
   [[ -f $file && -r $file ]] || { echo "$tool: the hostfile '$file' cannot be read" >&2; exit 2; }
   while IFS= read -r line || [[ -n $line ]]; do
@@ -34,7 +35,7 @@ parse_hostfile() {  # FILE
     ((${#words[@]})) || continue
     host=${words[0]}
     [[ $host == *=* ]] && hostfile_error "$file" "$number" "the line starts with '$host'; it must start with a host name"
-    role="" slots=1 device="" threads="" addr="" bin_dir="" data=""
+    role="" slots=1 device="" threads="" local_steps="" addr="" bin_dir="" data=""
     for word in "${words[@]:1}"; do
       [[ $word == *=* ]] || hostfile_error "$file" "$number" "'$word' is not key=value"
       key=${word%%=*}
@@ -57,21 +58,24 @@ parse_hostfile() {  # FILE
         threads)
           [[ $value =~ ^[1-9][0-9]*$ ]] || hostfile_error "$file" "$number" "threads '$value' is not a positive number"
           threads=$value ;;
+        local_steps)
+          [[ $value =~ ^[1-9][0-9]*$ ]] || hostfile_error "$file" "$number" "local_steps '$value' is not a positive number"
+          local_steps=$value ;;
         addr) addr=$value ;;
         bin) bin_dir=$value ;;
         data) data=$value ;;
-        *) hostfile_error "$file" "$number" "unknown key '$key' (known: role, slots, device, threads, addr, bin, data)" ;;
+        *) hostfile_error "$file" "$number" "unknown key '$key' (known: role, slots, device, threads, local_steps, addr, bin, data)" ;;
       esac
     done
     [[ -n $role ]] || hostfile_error "$file" "$number" "$host has no role= (server or trainer)"
-    if [[ $role == server && -n $device$threads ]]; then
-      hostfile_error "$file" "$number" "device= and threads= are for trainers, and $host's role is server"
+    if [[ $role == server && -n $device$threads$local_steps ]]; then
+      hostfile_error "$file" "$number" "device=, threads= and local_steps= are for trainers, and $host's role is server"
     fi
     if [[ $role == server && -n $data ]]; then
       hostfile_error "$file" "$number" "data= is for trainers (servers hold no data), and $host's role is server"
     fi
     e_line+=("$number") e_host+=("$host") e_role+=("$role") e_slots+=("$slots") e_device+=("$device")
-    e_threads+=("$threads") e_addr+=("$addr") e_bin+=("$bin_dir") e_data+=("$data")
+    e_threads+=("$threads") e_steps+=("$local_steps") e_addr+=("$addr") e_bin+=("$bin_dir") e_data+=("$data")
     if [[ $host == localhost || $host == 127.0.0.1 ]]; then e_local+=(1); else e_local+=(0); fi
   done < "$file"
   ((${#e_host[@]})) || { echo "$tool: $file names no host" >&2; exit 2; }

@@ -6,18 +6,20 @@ A spec is a YAML mapping from machine name to machine:
     mac:     {cpus: 0.3, link: 300mbit, roles: [trainer], stall: {every: 20, for: 4}}
 
 Prints one line per machine for the shell, fields separated by tabs:
-    NAME  CPUS  LINK  THREADS  STALL_EVERY_S  STALL_FOR_S  STALL_CPUS  ROLES
+    NAME  CPUS  LINK  THREADS  LOCAL_STEPS  STALL_EVERY_S  STALL_FOR_S  STALL_CPUS  ROLES
 (LINK "-" for no limit, STALL_* "0" for none, ROLES comma-separated in order), or exits 2 with
 one line naming the file, the machine and the field that is wrong.
 
-    sim_spec.py SPEC CORES [ONLY]    ONLY: comma-separated machines to keep (the others dropped)
+    sim_spec.py SPEC CORES [ONLY [LOCAL_STEPS]]
+        ONLY: comma-separated machines to keep (the others dropped; empty: all)
+        LOCAL_STEPS: NAME=N,... sets those machines' local_steps over the spec's
 """
 import re
 import sys
 
 import yaml
 
-FIELDS = {"cpus", "link", "roles", "threads", "stall"}
+FIELDS = {"cpus", "link", "roles", "threads", "local_steps", "stall"}
 STALL_FIELDS = {"every", "for", "cpus"}
 ROLES = ("scheduler", "server", "trainer")
 NAME = re.compile(r"^[a-z][a-z0-9-]{0,15}$")
@@ -76,6 +78,13 @@ def check_stall(value, where, cpus):
     return every, length, throttle
 
 
+def whole(machine, key, where, high):
+    value = int(number(machine.get(key, 1), f"{where}: {key}", 1, high))
+    if machine.get(key, 1) != value:
+        raise SpecError(f"{where}: {key} must be a whole number")
+    return value
+
+
 def check_machine(name, machine, where):
     if not NAME.match(str(name)):
         raise SpecError(f"machine name {name!r}: use 1-16 lower-case letters, digits and '-', "
@@ -97,15 +106,27 @@ def check_machine(name, machine, where):
             raise SpecError(f"{where}: roles has {role!r}; roles are {', '.join(ROLES)}")
     if roles.count("scheduler") > 1:
         raise SpecError(f"{where}: roles lists scheduler twice; a job has one scheduler")
-    threads = int(number(machine.get("threads", 1), f"{where}: threads", 1, 256))
-    if machine.get("threads", 1) != threads:
-        raise SpecError(f"{where}: threads must be a whole number")
+    threads = whole(machine, "threads", where, 256)
+    local_steps = whole(machine, "local_steps", where, 1024)
     every, length, throttle = check_stall(machine.get("stall"), f"{where}: stall", cpus)
-    return [name, f"{cpus:g}", link, str(threads), f"{every:g}", f"{length:g}", f"{throttle:g}",
-            ",".join(roles)]
+    return [name, f"{cpus:g}", link, str(threads), str(local_steps), f"{every:g}", f"{length:g}",
+            f"{throttle:g}", ",".join(roles)]
 
 
-def read_spec(path, cores, only):
+def override_local_steps(machines, spec, local_steps):
+    for item in local_steps.split(","):
+        name, _, value = item.partition("=")
+        where = f"--local-steps {item}"
+        if name not in spec:
+            raise SpecError(f"{where}: '{name}' is not one of its machines ({', '.join(map(str, spec))})")
+        if not value.isdigit() or not 1 <= int(value) <= 1024:
+            raise SpecError(f"{where}: give NAME=N with N from 1 to 1024")
+        for m in machines:
+            if m[0] == name:
+                m[4] = str(int(value))
+
+
+def read_spec(path, cores, only, local_steps=""):
     try:
         with open(path) as f:
             spec = yaml.safe_load(f)
@@ -119,6 +140,8 @@ def read_spec(path, cores, only):
     if len(spec) > MAX_MACHINES:
         raise SpecError(f"it has {len(spec)} machines; at most {MAX_MACHINES}")
     machines = [check_machine(name, machine, f"machine '{name}'") for name, machine in spec.items()]
+    if local_steps:
+        override_local_steps(machines, spec, local_steps)
     if only:
         wanted = only.split(",")
         for name in wanted:
@@ -130,27 +153,28 @@ def read_spec(path, cores, only):
     if total > cores + 1e-9:
         raise SpecError(f"the machines' cpus add up to {total:g}, more than the {cores} cores "
                         "here; lower some budgets")
-    roles = [role for m in machines for role in m[7].split(",")]
+    roles = [role for m in machines for role in m[8].split(",")]
     for role in ("server", "trainer"):
         if role not in roles:
             raise SpecError(f"no machine has the role {role}; a job needs at least one")
     if roles.count("scheduler") > 1:
-        holders = [m[0] for m in machines if "scheduler" in m[7].split(",")]
+        holders = [m[0] for m in machines if "scheduler" in m[8].split(",")]
         raise SpecError(f"machines {', '.join(holders)} all have the role scheduler; give it to one")
     if "scheduler" not in roles:
         # Without a choice the scheduler goes where the first server is, as on a small cluster.
-        first = next(m for m in machines if "server" in m[7].split(","))
+        first = next(m for m in machines if "server" in m[8].split(","))
         first[7] = "scheduler," + first[7]
     return machines
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
-        sys.exit("usage: sim_spec.py SPEC CORES [ONLY]")
+    if len(sys.argv) not in (3, 4, 5):
+        sys.exit("usage: sim_spec.py SPEC CORES [ONLY [LOCAL_STEPS]]")
     path, cores = sys.argv[1], int(sys.argv[2])
-    only = sys.argv[3] if len(sys.argv) == 4 else ""
+    only = sys.argv[3] if len(sys.argv) >= 4 else ""
+    local_steps = sys.argv[4] if len(sys.argv) == 5 else ""
     try:
-        machines = read_spec(path, cores, only)
+        machines = read_spec(path, cores, only, local_steps)
     except SpecError as e:
         print(f"sim_cluster.sh: spec {path}: {e}", file=sys.stderr)
         sys.exit(2)

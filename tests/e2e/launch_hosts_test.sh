@@ -150,6 +150,9 @@ for data in scheduler /srv/fmnist; do
   refused "data-server-${data//\//_}" "$work/data-server.txt:1: data= is for trainers (servers hold no data)" \
     --hostfile "$work/data-server.txt"
 done
+printf 'hetps-test-a role=server local_steps=4\nhetps-test-b role=trainer\n' > "$work/steps-server.txt"
+refused steps-server "$work/steps-server.txt:1: device=, threads= and local_steps= are for trainers" \
+  --hostfile "$work/steps-server.txt"
 refused unserved "$work/served.txt:2: data=scheduler (hetps-test-b) needs a job that serves its data; add 'data: {serve: true}'" \
   --hostfile "$work/served.txt"
 refused unserved-flag "--data-from scheduler, for $work/hosts.txt:3 (hetps-test-b, no data=), needs a job that serves its data; add 'data: {serve: true}'" \

@@ -3,7 +3,8 @@
 # a box (benchmarks/clusters/home.yaml: 1.2 and 0.3 cores), the slow machine's trainer really is
 # slower, and after a finished job, a failed one and one interrupted with SIGINT (and a SIGTERM on
 # top) while a machine is frozen, no namespace, link, cgroup or process of the run is left; a bad
-# spec gets an error naming the machine and the field. Needs root: exits 77 (skipped) without it.
+# spec gets an error naming the machine and the field (a bad local_steps too). Needs root: exits
+# 77 (skipped) without it.
 #   sim_cluster_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -66,6 +67,13 @@ grep -q "spec $work/bad.yaml: machine 'mac': link is '1 gigabit'" "$work/bad.out
   fail "a bad spec: the error does not name the machine and the field: $(cat "$work/bad.out")"
 echo "ok: a bad spec: $(cat "$work/bad.out")"
 nothing_left "a bad spec"
+printf 'a: {cpus: 1, roles: [server, trainer], local_steps: 0}\n' > "$work/steps.yaml"
+run_tool steps --spec "$work/steps.yaml"
+wait_tool
+[[ $code == 2 ]] && grep -q "machine 'a': local_steps is 0; it must be between 1 and 1024" "$work/steps.out" ||
+  fail "local_steps 0: exit $code: $(cat "$work/steps.out")"
+echo "ok: local_steps 0: $(cat "$work/steps.out")"
+nothing_left "local_steps 0"
 printf 'a: {cpus: %s, roles: [server, trainer]}\n' "$(getconf _NPROCESSORS_ONLN).5" > "$work/big.yaml"
 run_tool big --spec "$work/big.yaml"
 wait_tool

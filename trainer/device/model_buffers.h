@@ -59,6 +59,8 @@ class ModelBuffers {
   Result<std::pair<const float*, std::shared_ptr<const void>>> HostGradient(size_t i);
   // Parameter i's gradient of the last backward on its device (undefined when it has none).
   torch::Tensor DeviceGradient(size_t i) const { return params_[i].grad(); }
+  // The model's parameters on its device, in order.
+  const std::vector<torch::Tensor>& parameters() const { return params_; }
 
   // Called with (i, gradient) each time backward has computed parameter i's gradient, before it
   // is stored in the parameter's .grad. On the CPU, backward and so the call run on the thread
