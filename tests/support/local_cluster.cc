@@ -136,4 +136,17 @@ TrainersRun RunCpuTrainers(LocalCluster& cluster, uint32_t trainers,
   return run;
 }
 
+Result<ScriptedModel> JoinScriptedModel(LocalCluster& cluster, const std::string& model_name) {
+  ScriptedModel joined;
+  HETPS_ASSIGN_OR_RETURN(joined.model, BuildModel(model_name, 1));
+  HETPS_ASSIGN_OR_RETURN(joined.buffers, ModelBuffers::Create(*joined.model, torch::kCPU));
+  joined.trainer = std::make_unique<ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint());
+  HETPS_RETURN_IF_ERROR(joined.trainer->Setup(joined.buffers->signature()));
+  HETPS_ASSIGN_OR_RETURN(HostTensors initial, joined.buffers->HostWeights());
+  HETPS_RETURN_IF_ERROR(joined.trainer->client().InitWeights(initial.data, initial.owner));
+  HETPS_RETURN_IF_ERROR(joined.trainer->client().Pull(0, false, joined.buffers->weight_targets()).status());
+  HETPS_RETURN_IF_ERROR(joined.buffers->CommitWeights());
+  return joined;
+}
+
 }  // namespace hetps::testing

@@ -22,6 +22,8 @@
 #include "common/shard_map.h"
 #include "ps/server.h"
 #include "scheduler/scheduler.h"
+#include "trainer/device/model_buffers.h"
+#include "trainer/models/models.h"
 #include "trainer/ps_client.h"
 #include "trainer/trainer.h"
 
@@ -116,5 +118,15 @@ class ScriptedTrainer {
   std::string data_token_;
   uint64_t start_clock_ = 0;
 };
+
+// A model built on the CPU (seed 1) and a ScriptedTrainer for it, joined to a started cluster:
+// the servers hold the model's initial weights and the model the weights they answered, ready
+// for a StepRunner driven by the test.
+struct ScriptedModel {
+  std::shared_ptr<Model> model;
+  std::unique_ptr<ModelBuffers> buffers;
+  std::unique_ptr<ScriptedTrainer> trainer;
+};
+Result<ScriptedModel> JoinScriptedModel(LocalCluster& cluster, const std::string& model_name);
 
 }  // namespace hetps::testing

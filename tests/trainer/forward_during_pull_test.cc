@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "tests/support/fake_copy_stream.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/trainer_option_jobs.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/model_buffers.h"
 #include "trainer/models/loss.h"
@@ -32,12 +32,6 @@ std::vector<int64_t> BatchOf(int64_t k) {
   return indices;
 }
 
-std::vector<torch::Tensor> Weights(Model& model) {
-  std::vector<torch::Tensor> weights;
-  for (const auto& parameter : model.parameters()) weights.push_back(parameter.detach().clone());
-  return weights;
-}
-
 // Plain SGD on one model, `steps` batches, where step k's gradient is taken at the weights of
 // step k - `late` (the first ones at the initial weights). Returns the final weights.
 std::vector<torch::Tensor> LateSgd(const Dataset& train, int steps, int late) {
@@ -45,7 +39,7 @@ std::vector<torch::Tensor> LateSgd(const Dataset& train, int steps, int late) {
   CATCH_REQUIRE(built.ok());
   Model& model = **built;
   model.train();
-  std::vector<std::vector<torch::Tensor>> history{Weights(model)};
+  std::vector<std::vector<torch::Tensor>> history{testing::ModelWeights(model)};
   for (int k = 0; k < steps; ++k) {
     const std::vector<torch::Tensor>& at = history[static_cast<size_t>(std::max(0, k - late))];
     auto parameters = model.parameters();
@@ -66,35 +60,17 @@ std::vector<torch::Tensor> LateSgd(const Dataset& train, int steps, int late) {
 }
 
 bool AllClose(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t t = 0; t < a.size(); ++t) {
-    if (!torch::allclose(a[t], b[t], /*rtol=*/1e-5, /*atol=*/1e-6)) return false;
-  }
-  return true;
+  return testing::AllClose(a, b, /*rtol=*/1e-5, /*atol=*/1e-6);
 }
 
-// A job on the mlp, one server; trainer t gets --forward-during-pull when `ahead(t)`. `staged`:
-// every trainer takes the GPU's data path, on the CPU through a fake copy stream.
+// testing::RunMlpJob; trainer t gets --forward-during-pull when `ahead(t)`. `staged`: every
+// trainer takes the GPU's data path, on the CPU through a fake copy stream.
 testing::TrainersRun RunJob(ConsistencyMode mode, uint32_t trainers,
                             const std::function<void(JobOptions&)>& adjust_job,
                             const std::function<bool(uint32_t)>& ahead, bool staged = false) {
-  JobOptions job = testing::TestJob("mlp", mode, 1, trainers);
-  job.max_train_samples = 4000;
-  job.chunk_samples = 500;
-  job.global_batch_size = 32;
-  job.optimizer.lr = 0.05;
-  // Momentum 0.9 and a step of staleness overshoot (asynchrony acts as momentum of its own):
-  // 0.43 against 0.75 without the staleness, in 4,000 samples. docs/operations.md.
-  job.optimizer.momentum = 0.5;
-  job.eval_interval_samples = 1000;
-  if (adjust_job) adjust_job(job);
-  testing::LocalCluster cluster(job);
-  CATCH_REQUIRE(cluster.Start().ok());
-  testing::TrainersRun run =
-      testing::RunCpuTrainers(cluster, trainers, [&ahead, staged](uint32_t t, TrainerOptions& options) {
-        options.forward_during_pull = ahead(t);
-        if (staged) options.copy_stream = [] { return std::make_unique<testing::FakeCopyStream>(); };
-      });
+  testing::TrainersRun run = testing::RunMlpJob(
+      mode, trainers, adjust_job,
+      [&ahead](uint32_t t, TrainerOptions& options) { options.forward_during_pull = ahead(t); }, staged);
   CATCH_INFO(run.job.ToString());
   CATCH_REQUIRE(run.job.ok());
   return run;
@@ -112,25 +88,17 @@ CATCH_TEST_CASE("One trainer computing during the pull trains as SGD whose gradi
   job.optimizer.momentum = 0;
   testing::LocalCluster cluster(job);
   CATCH_REQUIRE(cluster.Start().ok());
-  auto built = BuildModel("mlp", 1);
-  CATCH_REQUIRE(built.ok());
-  std::shared_ptr<Model> model = *built;
-  auto buffers = ModelBuffers::Create(*model, torch::kCPU);
-  CATCH_REQUIRE(buffers.ok());
-  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
-  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
-  auto initial = (*buffers)->HostWeights();
-  CATCH_REQUIRE(initial.ok());
-  CATCH_REQUIRE(trainer.client().InitWeights(initial->data, initial->owner).ok());
-  CATCH_REQUIRE(trainer.client().Pull(0, false, (*buffers)->weight_targets()).ok());
-  CATCH_REQUIRE((*buffers)->CommitWeights().ok());
+  auto joined = testing::JoinScriptedModel(cluster, "mlp");
+  CATCH_INFO(joined.status().ToString());
+  CATCH_REQUIRE(joined.ok());
+  Model& model = *joined->model;
 
   StepRunner::Options options;
   options.model_name = "mlp";
   options.forward_during_pull = true;
   const int steps = 10;
   {
-    StepRunner runner(*model, **buffers, trainer.client(), *train, torch::kCPU, options);
+    StepRunner runner(model, *joined->buffers, joined->trainer->client(), *train, torch::kCPU, options);
     uint64_t last_version = 0;
     for (int k = 0; k < steps; ++k) {
       CATCH_INFO("step " << k);
@@ -150,7 +118,7 @@ CATCH_TEST_CASE("One trainer computing during the pull trains as SGD whose gradi
     CATCH_CHECK(!again->has_value());
     CATCH_CHECK(runner.timings().steps == static_cast<uint64_t>(steps));
   }
-  const std::vector<torch::Tensor> trained = Weights(*model);
+  const std::vector<torch::Tensor> trained = testing::ModelWeights(model);
   CATCH_CHECK(AllClose(trained, LateSgd(*train, steps, /*late=*/1)));
   CATCH_CHECK(!AllClose(trained, LateSgd(*train, steps, /*late=*/0)));  // the test tells the two apart
   cluster.Stop();

@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "tests/support/fake_copy_stream.h"
 #include "tests/support/local_cluster.h"
+#include "tests/support/trainer_option_jobs.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/model_buffers.h"
 #include "trainer/models/loss.h"
@@ -34,12 +34,6 @@ std::vector<int64_t> Batches(int64_t k, int64_t count) {
   return indices;
 }
 
-std::vector<torch::Tensor> Weights(Model& model) {
-  std::vector<torch::Tensor> weights;
-  for (const auto& parameter : model.parameters()) weights.push_back(parameter.detach().clone());
-  return weights;
-}
-
 // Plain SGD at kLr from the mlp's initial weights over `batches` batches, `per_step` at a time:
 // each step on their mean gradient at the same weights, by kLr * per_step. Returns the weights.
 std::vector<torch::Tensor> Sgd(const Dataset& train, int64_t batches, int64_t per_step) {
@@ -56,39 +50,25 @@ std::vector<torch::Tensor> Sgd(const Dataset& train, int64_t batches, int64_t pe
     torch::NoGradGuard no_grad;
     for (auto& parameter : parameters) parameter.add_(parameter.grad(), -kLr * static_cast<double>(per_step));
   }
-  return Weights(model);
+  return testing::ModelWeights(model);
 }
 
 bool AllClose(const std::vector<torch::Tensor>& a, const std::vector<torch::Tensor>& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t t = 0; t < a.size(); ++t) {
-    if (!torch::allclose(a[t], b[t], /*rtol=*/1e-4, /*atol=*/1e-6)) return false;
-  }
-  return true;
+  return testing::AllClose(a, b, /*rtol=*/1e-4, /*atol=*/1e-6);
 }
-
-// A job on the mlp, one server; trainer t gets local_steps(t) (and the options `adjust` sets).
-// `staged`: every trainer takes the GPU's data path, on the CPU through a fake copy stream.
+// testing::RunMlpJob; trainer t gets local_steps(t) (and the options `adjust` sets). `staged`:
+// every trainer takes the GPU's data path, on the CPU through a fake copy stream.
 testing::TrainersRun RunJob(ConsistencyMode mode, uint32_t trainers,
                             const std::function<void(JobOptions&)>& adjust_job,
                             const std::function<uint32_t(uint32_t)>& local_steps, bool staged = false,
                             const std::function<void(TrainerOptions&)>& adjust = nullptr) {
-  JobOptions job = testing::TestJob("mlp", mode, 1, trainers);
-  job.max_train_samples = 4000;
-  job.chunk_samples = 500;
-  job.global_batch_size = 32;
-  job.optimizer.lr = 0.05;
-  job.optimizer.momentum = 0.5;
-  job.eval_interval_samples = 1000;
-  if (adjust_job) adjust_job(job);
-  testing::LocalCluster cluster(job);
-  CATCH_REQUIRE(cluster.Start().ok());
-  testing::TrainersRun run = testing::RunCpuTrainers(
-      cluster, trainers, [&local_steps, staged, &adjust](uint32_t t, TrainerOptions& options) {
+  testing::TrainersRun run = testing::RunMlpJob(
+      mode, trainers, adjust_job,
+      [&local_steps, &adjust](uint32_t t, TrainerOptions& options) {
         options.local_steps = local_steps(t);
-        if (staged) options.copy_stream = [] { return std::make_unique<testing::FakeCopyStream>(); };
         if (adjust) adjust(options);
-      });
+      },
+      staged);
   CATCH_INFO(run.job.ToString());
   CATCH_REQUIRE(run.job.ok());
   return run;
@@ -118,18 +98,10 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
   job.optimizer.momentum = 0;
   testing::LocalCluster cluster(job);
   CATCH_REQUIRE(cluster.Start().ok());
-  auto built = BuildModel("mlp", 1);
-  CATCH_REQUIRE(built.ok());
-  std::shared_ptr<Model> model = *built;
-  auto buffers = ModelBuffers::Create(*model, torch::kCPU);
-  CATCH_REQUIRE(buffers.ok());
-  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
-  CATCH_REQUIRE(trainer.Setup((*buffers)->signature()).ok());
-  auto initial = (*buffers)->HostWeights();
-  CATCH_REQUIRE(initial.ok());
-  CATCH_REQUIRE(trainer.client().InitWeights(initial->data, initial->owner).ok());
-  CATCH_REQUIRE(trainer.client().Pull(0, false, (*buffers)->weight_targets()).ok());
-  CATCH_REQUIRE((*buffers)->CommitWeights().ok());
+  auto joined = testing::JoinScriptedModel(cluster, "mlp");
+  CATCH_INFO(joined.status().ToString());
+  CATCH_REQUIRE(joined.ok());
+  Model& model = *joined->model;
 
   StepRunner::Options options;
   options.model_name = "mlp";
@@ -137,7 +109,7 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
   options.lr_per_sample = kLr / kBatch;
   const int steps = 5;
   {
-    StepRunner runner(*model, **buffers, trainer.client(), *train, torch::kCPU, options);
+    StepRunner runner(model, *joined->buffers, joined->trainer->client(), *train, torch::kCPU, options);
     for (int k = 0; k < steps; ++k) {
       CATCH_INFO("step " << k);
       auto outcome = runner.Run(static_cast<uint64_t>(k), Batches(k * kLocalSteps, kLocalSteps));
@@ -147,7 +119,7 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
     }
     CATCH_CHECK(runner.timings().steps == static_cast<uint64_t>(steps));
   }
-  const std::vector<torch::Tensor> trained = Weights(*model);
+  const std::vector<torch::Tensor> trained = testing::ModelWeights(model);
   CATCH_CHECK(AllClose(trained, Sgd(*train, steps * kLocalSteps, 1)));
   // The test tells local steps apart from one step on the pushed batches' mean gradient.
   CATCH_CHECK(!AllClose(trained, Sgd(*train, steps * kLocalSteps, kLocalSteps)));
