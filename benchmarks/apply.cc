@@ -155,7 +155,8 @@ int main(int argc, char** argv) {
         Parallel(n, threads, [&](size_t b, size_t e) {
           (*optimizer)
               ->Apply(weights.data() + b, grad.data() + b, 1.0f,
-                      slots == 0 ? nullptr : state.data() + b * slots, e - b, step, 1.0f);
+                      slots == 0 ? nullptr : state.data() + b * slots, e - b, step, 1.0f,
+                      hetps::Optimizer::Share::kStep);
         });
       });
       const double touched = 3.0 + 2.0 * slots;  // read w, g and the state; write w and the state

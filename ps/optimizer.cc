@@ -28,11 +28,9 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // SGD (torch::optim::SGD): d = g + wd * w; with momentum, buf = d on the first step and
 // buf = momentum * buf + (1 - dampening) * d afterwards; d = d + momentum * buf (nesterov) or buf;
-// w -= lr * d. A step's lr_scale k (its share of the global batch) steps plain SGD by lr * k; with
-// momentum d is scaled by k before it enters the buffer instead (buf = momentum * buf + k * d,
-// w -= lr * d), which takes the same steps when k is the same every step and, when it is not
-// (pushes of different sizes in async), weights every sample's gradient in the buffer alike
-// instead of moving the whole buffer by the share of the push at hand.
+// w -= lr * d. A step's lr_scale k (its share of the global batch) makes the rate lr * k, except
+// with Share::kSamples and momentum, where d is scaled by k before it enters the buffer instead
+// (buf = momentum * buf + k * d, w -= lr * d).
 
 void SgdLoop(float* __restrict weights, const float* __restrict grad, float grad_scale, size_t n,
              float weight_decay, float neg_lr) {
@@ -66,7 +64,7 @@ class Sgd final : public Optimizer {
   int state_slots() const override { return options().momentum > 0 ? 1 : 0; }
 
   void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale) const override {
+             float lr_scale, Share share) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const float weight_decay = static_cast<float>(o.weight_decay);
@@ -74,16 +72,18 @@ class Sgd final : public Optimizer {
       SgdLoop(weights, grad, grad_scale, n, weight_decay, static_cast<float>(-(o.lr * lr_scale)));
       return;
     }
-    const float neg_lr = static_cast<float>(-o.lr);
+    const bool into_buffer = share == Share::kSamples;
+    const float neg_lr = static_cast<float>(-(o.lr * (into_buffer ? 1.0 : lr_scale)));
+    const float d_share = into_buffer ? lr_scale : 1.0f;
     const bool first = step == 1;
     const float buf_keep = first ? 0.0f : static_cast<float>(o.momentum);
     const float d_weight = first ? 1.0f : static_cast<float>(1 - o.dampening);
     const float momentum = static_cast<float>(o.momentum);
     if (o.nesterov) {
-      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
+      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, d_share, neg_lr, buf_keep,
                             d_weight, momentum);
     } else {
-      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
+      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, d_share, neg_lr, buf_keep,
                              d_weight, momentum);
     }
   }
@@ -136,7 +136,7 @@ class Adam final : public Optimizer {
   int state_slots() const override { return options().amsgrad ? 3 : 2; }
 
   void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale) const override {
+             float lr_scale, Share /*share*/) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const bool decoupled = o.kind == OptimizerOptions::Kind::kAdamW;
@@ -191,7 +191,7 @@ class Adagrad final : public Optimizer {
   }
 
   void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale) const override {
+             float lr_scale, Share /*share*/) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const double clr = o.lr * lr_scale / (1 + static_cast<double>(step - 1) * o.lr_decay);

@@ -42,20 +42,31 @@ class Optimizer {
   // initial_accumulator_value. Writes nothing when state_slots() is 0 (`state` may be null).
   virtual void InitState(float* state, size_t n) const;
 
+  // How lr_scale, a step's share of the global batch, enters a step.
+  enum class Share {
+    // The learning rate is lr * lr_scale: a sync round's update, a short round stepping in
+    // proportion.
+    kStep,
+    // SGD with momentum weights the gradient by lr_scale as it enters the buffer and steps by lr:
+    // the same steps as kStep while lr_scale stays the same, and when pushes of several sizes mix
+    // (async, ssp: local steps, larger batches) each sample's gradient weighs the same in the
+    // buffer, instead of a large push stepping every gradient buffered as far. The other
+    // optimizers (and SGD without momentum) as kStep.
+    kSamples,
+  };
+
   // One optimizer step on n elements, in place, in one pass over weights, gradient and state.
   // The gradient used is grad_scale * grad[i] (the caller folds the weighting of several
-  // trainers' summed gradients, or a stale push's, into grad_scale); the learning rate is
-  // lr * lr_scale (e.g. a push's share of the global batch), except for SGD with momentum, which
-  // weights the gradient by lr_scale as it enters the buffer and steps by lr (the same steps while
-  // lr_scale stays the same; when pushes of several sizes mix, each sample's gradient weighs the
-  // same in the buffer). `step` is this buffer's 1-based
+  // trainers' summed gradients, or a stale push's, into grad_scale); lr_scale enters as `share`
+  // says. `step` is this buffer's 1-based
   // update count: it drives the bias corrections, the first-step initialisation of SGD's momentum
   // buffer and Adagrad's lr decay, so it must be 1 on the first call after InitState and grow by one.
   // `state` is as written by InitState; none of the buffers may overlap.
-  // The result equals torch::optim's (LibTorch 1.13) step on the same values (for SGD with
-  // momentum: on lr_scale * grad with weight decay lr_scale * wd), up to rounding.
+  // The result equals torch::optim's (LibTorch 1.13) step on the same values at lr * lr_scale
+  // (kSamples, SGD with momentum: at lr on lr_scale * grad, weight decay lr_scale * wd), up to
+  // rounding.
   virtual void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
-                     int64_t step, float lr_scale) const = 0;
+                     int64_t step, float lr_scale, Share share) const = 0;
 
  protected:
   explicit Optimizer(const OptimizerOptions& options) : options_(options) {}

@@ -321,7 +321,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       // weight into every later step.
       const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
       PostStep(slot, grad, dtype, stale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f, batch_share,
-               frames, tally);
+               Optimizer::Share::kSamples, frames, tally);
       continue;
     }
     if (automatic && slot.pushed.empty() && slot.round < push.clock()) {
@@ -389,7 +389,7 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
     const float share = options_.global_batch_size == 0
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    PostStep(slot, grad, dtype, grad_scale, share, std::move(keep), apply.tally);
+    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kStep, std::move(keep), apply.tally);
   }
   if (++apply.closed == slots_.size()) {
     EndApply(*apply.tally);
@@ -403,12 +403,12 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
 }
 
 void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                     Frames keep, const std::shared_ptr<ApplyTally>& tally) {
+                     Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally) {
   const auto step = static_cast<int64_t>(++slot.version);
   Slot* stepping = &slot;
   tally->steps.fetch_add(1, std::memory_order_relaxed);
   tally->open.fetch_add(1, std::memory_order_relaxed);
-  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, step, keep, tally] {
+  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, keep, tally] {
     const auto start = std::chrono::steady_clock::now();
     const size_t n = stepping->info->length;
     // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
@@ -419,7 +419,8 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
       UnpackFloats(grad, n, dtype, scratch.data());
       values = scratch.data();
     }
-    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step, lr_scale);
+    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step, lr_scale,
+                      share);
     const auto took =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);

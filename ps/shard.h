@@ -236,9 +236,10 @@ class Shard {
   // when the round had samples; `keep` holds `grad`'s bytes.
   void CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep);
   // Counts an optimizer step of `slot` and queues it on the owner: a 16-bit `grad` is widened
-  // first into the owner's scratch buffer. The step's seconds go to `tally`.
+  // first into the owner's scratch buffer. `share` says how lr_scale enters (Optimizer::Apply).
+  // The step's seconds go to `tally`.
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                Frames keep, const std::shared_ptr<ApplyTally>& tally);
+                Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally);
   // The push or round of `tally` has posted all its steps (I/O thread).
   void EndApply(ApplyTally& tally);
   // Any thread: the last of `tally`'s steps (or its end) has run.

@@ -91,12 +91,14 @@ Mismatch WorstMismatch(const std::vector<float>& ours, const std::vector<float>&
 }
 
 // Runs kSteps steps of ours and of torch::optim on the same random weights and a fresh random
-// gradient per step. Ours gets (grad, grad_scales[t]) and lr_scales[t]; torch gets the gradient
-// grad_scales[t] * grad and the learning rate lr * lr_scales[t], except SGD with momentum, which
-// puts k = lr_scales[t] into its buffer: torch gets k * grad_scales[t] * grad and weight decay
-// k * wd at the learning rate lr. Checks the weights after every step.
+// gradient per step. Ours gets (grad, grad_scales[t]), lr_scales[t] and `share`; torch gets the
+// gradient grad_scales[t] * grad and the learning rate lr * lr_scales[t], except for
+// Share::kSamples with SGD with momentum, which puts k = lr_scales[t] into its buffer: torch
+// then gets k * grad_scales[t] * grad and weight decay k * wd at the learning rate lr. Checks the
+// weights after every step.
 void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vector<float>& grad_scales,
-                       const std::vector<float>& lr_scales) {
+                       const std::vector<float>& lr_scales,
+                       Optimizer::Share share = Optimizer::Share::kStep) {
   auto created = Optimizer::Create(options);
   CATCH_REQUIRE(created.ok());
   const Optimizer& ours = **created;
@@ -113,11 +115,12 @@ void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vec
     const float grad_scale = grad_scales[static_cast<size_t>(step - 1) % grad_scales.size()];
     const float lr_scale = lr_scales[static_cast<size_t>(step - 1) % lr_scales.size()];
     std::vector<float> grad = ToVector(torch::randn({static_cast<int64_t>(n)}));
-    const bool into_buffer = options.kind == Kind::kSgd && options.momentum > 0;
+    const bool into_buffer =
+        share == Optimizer::Share::kSamples && options.kind == Kind::kSgd && options.momentum > 0;
     std::vector<float> scaled_grad(n);
     for (size_t i = 0; i < n; ++i) scaled_grad[i] = (into_buffer ? lr_scale : 1.0f) * (grad_scale * grad[i]);
 
-    ours.Apply(weights.data(), grad.data(), grad_scale, state.data(), n, step, lr_scale);
+    ours.Apply(weights.data(), grad.data(), grad_scale, state.data(), n, step, lr_scale, share);
 
     param.mutable_grad() = ToTensor(scaled_grad);
     torch::optim::OptimizerOptions& group = theirs->param_groups()[0].options();
@@ -266,13 +269,15 @@ CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s *
   }
 }
 
-CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k, or on k * g (momentum)",
+CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k, or on k * g (kSamples)",
                 "[ps][optimizer]") {
-  // A fixed scale, and a per-step one as a staleness-aware learning rate would give.
+  // A fixed scale, and a per-step one as pushes of several sizes give.
   const std::vector<std::vector<float>> scale_sets = {{0.5f}, {1.0f, 0.5f, 0.333f, 0.25f, 2.0f}};
-  for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
-    for (const auto& lr_scales : scale_sets) {
-      for (size_t n : kSizes) CheckAgainstTorch(options, n, {1.0f}, lr_scales);
+  for (const Optimizer::Share share : {Optimizer::Share::kStep, Optimizer::Share::kSamples}) {
+    for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
+      for (const auto& lr_scales : scale_sets) {
+        for (size_t n : kSizes) CheckAgainstTorch(options, n, {1.0f}, lr_scales, share);
+      }
     }
   }
 }
@@ -292,7 +297,7 @@ void CheckRefused(const OptimizerOptions& options, const std::string& field) {
   CATCH_CHECK(created.status().message().find(field) != std::string::npos);
 }
 
-CATCH_TEST_CASE("SGD's momentum buffer takes a step's share of the batch, not the whole buffer",
+CATCH_TEST_CASE("With kSamples SGD's momentum buffer takes a step's share of the batch, not the whole buffer",
                 "[ps][optimizer]") {
   // A push of 8 global batches' samples (local steps, a larger batch) next to pushes of one: its
   // share must weight its own gradient, not step the gradients already buffered 8 times as far.
@@ -304,11 +309,12 @@ CATCH_TEST_CASE("SGD's momentum buffer takes a step's share of the batch, not th
   const Optimizer& sgd = **created;
   std::vector<float> weights = {0.0f}, state(1), grad = {1.0f}, none = {0.0f};
   sgd.InitState(state.data(), 1);
-  sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 1, 1.0f);  // buffer 1, w -0.1
-  sgd.Apply(weights.data(), none.data(), 1.0f, state.data(), 1, 2, 8.0f);  // buffer 0.9
+  constexpr auto kSamples = Optimizer::Share::kSamples;
+  sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 1, 1.0f, kSamples);  // buffer 1, w -0.1
+  sgd.Apply(weights.data(), none.data(), 1.0f, state.data(), 1, 2, 8.0f, kSamples);  // buffer 0.9
   CATCH_CHECK(state[0] == Approx(0.9f));
   CATCH_CHECK(weights[0] == Approx(-0.1f - 0.09f));
-  sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 3, 8.0f);  // buffer 0.81 + 8
+  sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 3, 8.0f, kSamples);  // buffer 0.81 + 8
   CATCH_CHECK(state[0] == Approx(8.81f));
   CATCH_CHECK(weights[0] == Approx(-0.19f - 0.881f));
 }
