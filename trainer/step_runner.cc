@@ -49,8 +49,9 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
       tensors_(buffers.signature().size()),
       loop_thread_(std::this_thread::get_id()) {
   if (options_.staging != nullptr) compute_ = std::make_unique<ComputeThread>();
-  if (options_.local_steps > 1)
+  if (options_.local_steps > 1) {
     local_ = std::make_unique<LocalSgd>(buffers_.parameters(), options_.lr_per_sample);
+  }
   if (options_.forward_during_pull) {
     for (const TensorInfo& tensor : buffers_.signature()) {
       weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
