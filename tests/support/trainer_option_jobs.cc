@@ -31,6 +31,14 @@ TrainersRun RunMlpJob(ConsistencyMode mode, uint32_t trainers,
   });
 }
 
+JobOptions OneTrainerSgdJob(uint32_t batch, double lr) {
+  JobOptions job = TestJob("mlp", ConsistencyMode::kAsync, 1, 1);
+  job.global_batch_size = batch;
+  job.optimizer.lr = lr;
+  job.optimizer.momentum = 0;
+  return job;
+}
+
 std::vector<torch::Tensor> ModelWeights(Model& model) {
   std::vector<torch::Tensor> weights;
   for (const auto& parameter : model.parameters()) weights.push_back(parameter.detach().clone());

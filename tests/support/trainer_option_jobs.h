@@ -23,6 +23,10 @@ TrainersRun RunMlpJob(ConsistencyMode mode, uint32_t trainers,
                       const std::function<void(uint32_t, TrainerOptions&)>& adjust_trainer,
                       bool staged = false);
 
+// One trainer, async, plain SGD at `lr` without momentum over a global batch of `batch`: the
+// job in which a StepRunner's steps can be compared with SGD computed by the test.
+JobOptions OneTrainerSgdJob(uint32_t batch, double lr);
+
 // Copies of the model's parameters.
 std::vector<torch::Tensor> ModelWeights(Model& model);
 

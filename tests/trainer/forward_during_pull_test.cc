@@ -82,11 +82,7 @@ CATCH_TEST_CASE("One trainer computing during the pull trains as SGD whose gradi
                 "[trainer][step][ahead]") {
   auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(train.ok());
-  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kAsync, 1, 1);
-  job.global_batch_size = kBatch;
-  job.optimizer.lr = kLr;
-  job.optimizer.momentum = 0;
-  testing::LocalCluster cluster(job);
+  testing::LocalCluster cluster(testing::OneTrainerSgdJob(kBatch, kLr));
   CATCH_REQUIRE(cluster.Start().ok());
   auto joined = testing::JoinScriptedModel(cluster, "mlp");
   CATCH_INFO(joined.status().ToString());

@@ -91,12 +91,8 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
                 "[trainer][step][local]") {
   auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
   CATCH_REQUIRE(train.ok());
-  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kAsync, 1, 1);
   // Each push of kLocalSteps batches steps by kLr * its share of the global batch (kLocalSteps).
-  job.global_batch_size = kBatch;
-  job.optimizer.lr = kLr;
-  job.optimizer.momentum = 0;
-  testing::LocalCluster cluster(job);
+  testing::LocalCluster cluster(testing::OneTrainerSgdJob(kBatch, kLr));
   CATCH_REQUIRE(cluster.Start().ok());
   auto joined = testing::JoinScriptedModel(cluster, "mlp");
   CATCH_INFO(joined.status().ToString());
