@@ -105,9 +105,11 @@ print(f"ok: the mac computes at {speed:.2f} of the desktop's speed and trained {
       f"samples; throttled for {machines['mac']['throttled_seconds']} s; "
       f"accuracy {s['final_test_accuracy']:.4f}")
 PY
-report=$(/usr/bin/python3 "$root/benchmarks/time_to_accuracy.py" --target 0.8 "home=$work/home.json") ||
-  fail "time_to_accuracy.py: $report"
+report=$(/usr/bin/python3 "$root/benchmarks/time_to_accuracy.py" --target 0.8 --windows 0,1000 \
+  "home=$work/home.json") || fail "time_to_accuracy.py: $report"
 grep -qE '^\| home \| 1 \| [0-9.]+ \(' <<<"$report" || fail "time_to_accuracy.py did not report the run: $report"
+grep -qE '^\| home \| 0\.[0-9]{4} \(' <<<"$report" ||
+  fail "time_to_accuracy.py did not report the accuracy between 0 and 1000 s: $report"
 echo "$report"
 nothing_left "a finished job"
 
