@@ -14,11 +14,11 @@
 # 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
 # (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
 # speed, async, async whole (async_batch: whole with the staleness-aware rate), async local (async
-# whole with 8 local steps on every machine but the fast one: hetps-trainer --local-steps; not with
-# --local), ssp (bound 3; in the stalls scenarios also 16), auto and auto whole (auto with the same
-# two options). Each case runs --seeds times (different --seed: the initial weights and the data
-# order), interleaved: seed by seed, scenario by scenario, case by case, so that the host's drift
-# falls on every case alike.
+# whole with 8 local steps on every machine but the fast one: hetps-trainer --local-steps), ssp
+# (bound 3; in the stalls scenarios also 16), auto and auto whole (auto with the same two options).
+# Each case runs --seeds times (different --seed: the initial weights and the data order),
+# interleaved: seed by seed, scenario by scenario, case by case, so that the host's drift falls on
+# every case alike.
 # Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64) with the model, an
 # evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
 # the weights after training, so they cost no training time).
@@ -136,10 +136,13 @@ cases_of() {
   echo "sync balanced|--mode sync --balance speed"
   echo "async|--mode async"
   ((quick)) || echo "async whole|--mode async --async-batch whole --staleness-aware-lr true"
-  if ((!quick && !local_form)); then
-    local steps
-    steps=$(for m in $slow_machines; do printf '%s=8,' "$m"; done)
-    echo "async local|--mode async --async-batch whole --staleness-aware-lr true --local-steps ${steps%,}"
+  if ((!quick)); then
+    local steps=1,8   # --local: launch_local.sh's trainers, the second the slow one
+    if ((!local_form)); then
+      steps=$(for m in $slow_machines; do printf '%s=8,' "$m"; done)
+      steps=${steps%,}
+    fi
+    echo "async local|--mode async --async-batch whole --staleness-aware-lr true --local-steps $steps"
   fi
   ((quick)) || echo "ssp s=3|--mode ssp --staleness 3"
   if ((!quick)) && [[ $scenario == stalls* ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi

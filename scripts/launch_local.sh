@@ -20,6 +20,9 @@
 #   --threads N           LibTorch compute threads per trainer (default 1)
 #   --slowdown K1,K2,...  one factor per trainer (>= 1): trainer i takes Ki times its compute
 #                         time per step, to reproduce slower machines (default 1 for all)
+#   --local-steps N       async, ssp with sgd: a trainer takes N batches per step, stepping its own
+#                         weights after each, and pushes once (hetps-trainer --local-steps); one
+#                         for all trainers, or one per trainer: --local-steps 1,8 (default 1)
 #   --no-overlap          push gradients after backward, not each as backward produces it
 #   --forward-during-pull async, ssp: each trainer starts the next step's forward while the last
 #                         step's weights travel (each gradient one step staler; ssp needs
@@ -68,6 +71,7 @@ source "$root/scripts/lib/launch.sh"
 devices=(cpu)
 threads=1
 slowdown=()
+local_steps=()
 data_from=(local)
 
 while (($#)); do
@@ -75,6 +79,7 @@ while (($#)); do
   case $1 in
     --device) need_value "$@"; IFS=, read -r -a devices <<<"$2"; shift 2 ;;
     --slowdown) need_value "$@"; IFS=, read -r -a slowdown <<<"$2"; shift 2 ;;
+    --local-steps) need_value "$@"; IFS=, read -r -a local_steps <<<"$2"; shift 2 ;;
     --data-from) need_value "$@"; IFS=, read -r -a data_from <<<"$2"; shift 2 ;;
     --http) need_value "$@"; http=$2; http_given=1; shift 2 ;;
     --) shift; scheduler_flags+=("$@"); break ;;
@@ -96,6 +101,14 @@ if ((${#slowdown[@]} > 0 && ${#slowdown[@]} != trainers)); then
   echo "launch_local.sh: --slowdown gives ${#slowdown[@]} factors for $trainers trainers; give one per trainer" >&2
   exit 2
 fi
+if ((${#local_steps[@]} > 1 && ${#local_steps[@]} != trainers)); then
+  echo "launch_local.sh: --local-steps gives ${#local_steps[@]} counts for $trainers trainers; give one, or one per trainer" >&2
+  exit 2
+fi
+for steps in ${local_steps[@]+"${local_steps[@]}"}; do
+  [[ $steps =~ ^[1-9][0-9]*$ ]] ||
+    { echo "launch_local.sh: --local-steps takes whole numbers of at least 1, not '$steps'" >&2; exit 2; }
+done
 if ((${#data_from[@]} != 1 && ${#data_from[@]} != trainers)); then
   echo "launch_local.sh: --data-from gives ${#data_from[@]} sources for $trainers trainers; give one, or one per trainer" >&2
   exit 2
@@ -138,10 +151,11 @@ start_server() {  # start_server I
 }
 for ((i = 0; i < servers; i++)); do start_server "$i"; done
 start_trainer() {  # start_trainer I
-  local data=(--data-dir "$data_dir")
-  [[ ${data_from[$1]:-${data_from[0]}} == scheduler ]] && data+=(--data-from-scheduler)
+  local own=(--data-dir "$data_dir")  # this trainer's own flags
+  [[ ${data_from[$1]:-${data_from[0]}} == scheduler ]] && own+=(--data-from-scheduler)
+  ((${#local_steps[@]} > 0)) && own+=(--local-steps "${local_steps[$1]:-${local_steps[0]}}")
   start "trainer-$1" "$run_dir/trainer-$1.log" "$bin/hetps-trainer" --scheduler "$endpoint" \
-    --device "${devices[$1]:-${devices[0]}}" "${data[@]}" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
+    --device "${devices[$1]:-${devices[0]}}" "${own[@]}" --threads "$threads" --slowdown "${slowdown[$1]:-1}" \
     ${trainer_flags[@]+"${trainer_flags[@]}"} $(curve_flags "trainer-$1")
 }
 for ((i = 0; i < trainers; i++)); do start_trainer "$i"; done

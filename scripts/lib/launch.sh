@@ -277,12 +277,25 @@ watch_members() {
   done
 }
 
+# The error each server or trainer stopped on, one line per member that logged one, leaving out
+# those that only repeat the scheduler's end of the job: a member refused at its start (a flag
+# that does not suit the job) shows the scheduler only a closed connection.
+member_errors() {
+  local log line
+  for log in "$run_dir"/server-*.log "$run_dir"/trainer-*.log; do
+    [[ -f $log ]] || continue
+    line=$(grep '^hetps-[a-z]*: error:' "$log" | grep -v 'the scheduler ended the job' | tail -n 1 || true)
+    [[ -z $line ]] || echo "$(basename "$log" .log): $line"
+  done
+}
+
 # After watch_members: stops what is left and says how the job ended; exits 1 if it failed.
 end_job() {
   finish 10
   if ((status != 0)); then
     echo "$tool: the job failed; logs in $run_dir" >&2
     [[ $name == scheduler ]] && tail -n 5 "$run_dir/scheduler.log" >&2
+    [[ $name == scheduler ]] && member_errors >&2
     if [[ $name == scheduler && -n $checkpoints_dir ]] && ls "$checkpoints_dir"/checkpoint-*/manifest.json >/dev/null 2>&1; then
       echo "$tool: continue the job from its newest checkpoint with: scripts/$tool --resume $checkpoints_dir" >&2
     fi
