@@ -1,10 +1,13 @@
 #include "tests/support/trainer_option_jobs.h"
 
 #include <memory>
+#include <utility>
 
 #include <torch/torch.h>
 
 #include "tests/support/fake_copy_stream.h"
+#include "trainer/data/fashion_mnist.h"
+#include "trainer/models/loss.h"
 
 namespace hetps::testing {
 
@@ -31,12 +34,35 @@ TrainersRun RunMlpJob(ConsistencyMode mode, uint32_t trainers,
   });
 }
 
+namespace {
+
 JobOptions OneTrainerSgdJob(uint32_t batch, double lr) {
   JobOptions job = TestJob("mlp", ConsistencyMode::kAsync, 1, 1);
   job.global_batch_size = batch;
   job.optimizer.lr = lr;
   job.optimizer.momentum = 0;
   return job;
+}
+
+}  // namespace
+
+OneTrainerSgd::OneTrainerSgd(uint32_t batch, double lr) : cluster(OneTrainerSgdJob(batch, lr)) {}
+
+Status OneTrainerSgd::Start() {
+  auto loaded = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
+  if (!loaded.ok()) return loaded.status();
+  train = std::move(*loaded);
+  if (Status started = cluster.Start(); !started.ok()) return started;
+  auto model = JoinScriptedModel(cluster, "mlp");
+  if (!model.ok()) return model.status();
+  joined = std::move(*model);
+  return Status::Ok();
+}
+
+void MlpGradient(Model& model, const Dataset& train, const std::vector<int64_t>& indices) {
+  for (auto& parameter : model.parameters()) parameter.mutable_grad() = torch::Tensor();
+  Batch batch = MakeBatch(train, indices.data(), indices.size(), torch::kCPU);
+  BatchLoss(Loss::kCrossEntropy, model.forward(batch.input), batch.target).backward();
 }
 
 std::vector<torch::Tensor> ModelWeights(Model& model) {

@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "tests/support/local_cluster.h"
+#include "trainer/data/tensor_dataset.h"
 
 namespace hetps::testing {
 
@@ -23,9 +24,22 @@ TrainersRun RunMlpJob(ConsistencyMode mode, uint32_t trainers,
                       const std::function<void(uint32_t, TrainerOptions&)>& adjust_trainer,
                       bool staged = false);
 
-// One trainer, async, plain SGD at `lr` without momentum over a global batch of `batch`: the
-// job in which a StepRunner's steps can be compared with SGD computed by the test.
-JobOptions OneTrainerSgdJob(uint32_t batch, double lr);
+// One trainer of the mlp in async, plain SGD at `lr` without momentum over a global batch of
+// `batch`, joined to its started cluster, with the training split: where a StepRunner's steps
+// are compared with SGD computed by the test (MlpGradient).
+struct OneTrainerSgd {
+  OneTrainerSgd(uint32_t batch, double lr);
+  // Loads the training split, starts the cluster and joins the scripted mlp.
+  Status Start();
+
+  Dataset train;
+  LocalCluster cluster;
+  ScriptedModel joined;
+};
+
+// Leaves in each of the model's parameters the gradient of its cross-entropy loss on samples
+// `indices` of `train`, at its current weights (earlier gradients dropped).
+void MlpGradient(Model& model, const Dataset& train, const std::vector<int64_t>& indices);
 
 // Copies of the model's parameters.
 std::vector<torch::Tensor> ModelWeights(Model& model);

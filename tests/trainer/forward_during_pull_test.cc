@@ -47,10 +47,7 @@ std::vector<torch::Tensor> LateSgd(const Dataset& train, int steps, int late) {
       torch::NoGradGuard no_grad;
       for (size_t t = 0; t < parameters.size(); ++t) parameters[t].copy_(at[t]);
     }
-    for (auto& parameter : parameters) parameter.mutable_grad() = torch::Tensor();
-    const std::vector<int64_t> indices = BatchOf(k);
-    Batch batch = MakeBatch(train, indices.data(), indices.size(), torch::kCPU);
-    BatchLoss(Loss::kCrossEntropy, model.forward(batch.input), batch.target).backward();
+    testing::MlpGradient(model, train, BatchOf(k));
     std::vector<torch::Tensor> next;
     for (size_t t = 0; t < parameters.size(); ++t)
       next.push_back(history.back()[t] - kLr * parameters[t].grad());
@@ -80,21 +77,19 @@ testing::TrainersRun RunJob(ConsistencyMode mode, uint32_t trainers,
 
 CATCH_TEST_CASE("One trainer computing during the pull trains as SGD whose gradients are one step late",
                 "[trainer][step][ahead]") {
-  auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
-  CATCH_REQUIRE(train.ok());
-  testing::LocalCluster cluster(testing::OneTrainerSgdJob(kBatch, kLr));
-  CATCH_REQUIRE(cluster.Start().ok());
-  auto joined = testing::JoinScriptedModel(cluster, "mlp");
-  CATCH_INFO(joined.status().ToString());
-  CATCH_REQUIRE(joined.ok());
-  Model& model = *joined->model;
+  testing::OneTrainerSgd rig(kBatch, kLr);
+  const Status started = rig.Start();
+  CATCH_INFO(started.ToString());
+  CATCH_REQUIRE(started.ok());
+  Model& model = *rig.joined.model;
 
   StepRunner::Options options;
   options.model_name = "mlp";
   options.forward_during_pull = true;
   const int steps = 10;
   {
-    StepRunner runner(model, *joined->buffers, joined->trainer->client(), *train, torch::kCPU, options);
+    StepRunner runner(model, *rig.joined.buffers, rig.joined.trainer->client(), rig.train, torch::kCPU,
+                      options);
     uint64_t last_version = 0;
     for (int k = 0; k < steps; ++k) {
       CATCH_INFO("step " << k);
@@ -115,9 +110,9 @@ CATCH_TEST_CASE("One trainer computing during the pull trains as SGD whose gradi
     CATCH_CHECK(runner.timings().steps == static_cast<uint64_t>(steps));
   }
   const std::vector<torch::Tensor> trained = testing::ModelWeights(model);
-  CATCH_CHECK(AllClose(trained, LateSgd(*train, steps, /*late=*/1)));
-  CATCH_CHECK(!AllClose(trained, LateSgd(*train, steps, /*late=*/0)));  // the test tells the two apart
-  cluster.Stop();
+  CATCH_CHECK(AllClose(trained, LateSgd(rig.train, steps, /*late=*/1)));
+  CATCH_CHECK(!AllClose(trained, LateSgd(rig.train, steps, /*late=*/0)));  // the test tells the two apart
+  rig.cluster.Stop();
 }
 
 CATCH_TEST_CASE("A job whose trainers compute during the pull evaluates, finishes, and counts the step late",

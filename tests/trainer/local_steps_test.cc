@@ -42,13 +42,11 @@ std::vector<torch::Tensor> Sgd(const Dataset& train, int64_t batches, int64_t pe
   Model& model = **built;
   model.train();
   for (int64_t k = 0; k < batches; k += per_step) {
-    auto parameters = model.parameters();
-    for (auto& parameter : parameters) parameter.mutable_grad() = torch::Tensor();
-    const std::vector<int64_t> indices = Batches(k, per_step);
-    Batch batch = MakeBatch(train, indices.data(), indices.size(), torch::kCPU);
-    BatchLoss(Loss::kCrossEntropy, model.forward(batch.input), batch.target).backward();
+    testing::MlpGradient(model, train, Batches(k, per_step));
     torch::NoGradGuard no_grad;
-    for (auto& parameter : parameters) parameter.add_(parameter.grad(), -kLr * static_cast<double>(per_step));
+    for (auto& parameter : model.parameters()) {
+      parameter.add_(parameter.grad(), -kLr * static_cast<double>(per_step));
+    }
   }
   return testing::ModelWeights(model);
 }
@@ -89,15 +87,12 @@ void CheckRefused(const testing::TrainersRun& run, Status::Code code, const std:
 
 CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, pushing once per step",
                 "[trainer][step][local]") {
-  auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
-  CATCH_REQUIRE(train.ok());
   // Each push of kLocalSteps batches steps by kLr * its share of the global batch (kLocalSteps).
-  testing::LocalCluster cluster(testing::OneTrainerSgdJob(kBatch, kLr));
-  CATCH_REQUIRE(cluster.Start().ok());
-  auto joined = testing::JoinScriptedModel(cluster, "mlp");
-  CATCH_INFO(joined.status().ToString());
-  CATCH_REQUIRE(joined.ok());
-  Model& model = *joined->model;
+  testing::OneTrainerSgd rig(kBatch, kLr);
+  const Status started = rig.Start();
+  CATCH_INFO(started.ToString());
+  CATCH_REQUIRE(started.ok());
+  Model& model = *rig.joined.model;
 
   StepRunner::Options options;
   options.model_name = "mlp";
@@ -105,7 +100,8 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
   options.lr_per_sample = kLr / kBatch;
   const int steps = 5;
   {
-    StepRunner runner(model, *joined->buffers, joined->trainer->client(), *train, torch::kCPU, options);
+    StepRunner runner(model, *rig.joined.buffers, rig.joined.trainer->client(), rig.train, torch::kCPU,
+                      options);
     for (int k = 0; k < steps; ++k) {
       CATCH_INFO("step " << k);
       auto outcome = runner.Run(static_cast<uint64_t>(k), Batches(k * kLocalSteps, kLocalSteps));
@@ -116,10 +112,10 @@ CATCH_TEST_CASE("One trainer with local steps trains as SGD on every batch, push
     CATCH_CHECK(runner.timings().steps == static_cast<uint64_t>(steps));
   }
   const std::vector<torch::Tensor> trained = testing::ModelWeights(model);
-  CATCH_CHECK(AllClose(trained, Sgd(*train, steps * kLocalSteps, 1)));
+  CATCH_CHECK(AllClose(trained, Sgd(rig.train, steps * kLocalSteps, 1)));
   // The test tells local steps apart from one step on the pushed batches' mean gradient.
-  CATCH_CHECK(!AllClose(trained, Sgd(*train, steps * kLocalSteps, kLocalSteps)));
-  cluster.Stop();
+  CATCH_CHECK(!AllClose(trained, Sgd(rig.train, steps * kLocalSteps, kLocalSteps)));
+  rig.cluster.Stop();
 }
 
 CATCH_TEST_CASE("A job with a trainer taking local steps trains every sample once, one push per step",
