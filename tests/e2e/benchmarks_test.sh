@@ -31,7 +31,9 @@ if sys.argv[2] == "scaling":
         assert c["samples"] == 64 * c["trainers"] * 20 and c["samples_per_second"] > 0, c
         m = c["step_ms"]
         assert 0 < m["compute"] < m["step"] and m["wire"] > 0 and m["hand_off"] >= 0, c
-        assert m["batch"] + m["forward"] + m["backward"] <= m["compute"] * 1.01, c
+        # The trainer's log gives compute to 0.1 ms and the phases to 0.01 ms: rounding adds up
+        # to 0.05 + 3 x 0.005 ms.
+        assert m["batch"] + m["forward"] + m["backward"] <= m["compute"] * 1.01 + 0.065, c
         assert c["payload_bytes_per_sample"] == 8 * 535818 / 64, c
         if data["wire_measured"]:  # TCP/IP headers and control messages come on top of the payload
             assert c["payload_bytes_per_sample"] < c["bytes_per_sample"] < 1.5 * c["payload_bytes_per_sample"], c
