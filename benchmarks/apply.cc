@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
           (*optimizer)
               ->Apply(weights.data() + b, grad.data() + b, 1.0f,
                       slots == 0 ? nullptr : state.data() + b * slots, e - b, step, 1.0f,
-                      hetps::Optimizer::Share::kStep);
+                      hetps::Optimizer::Share::kRound);
         });
       });
       const double touched = 3.0 + 2.0 * slots;  // read w, g and the state; write w and the state

@@ -28,9 +28,10 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // SGD (torch::optim::SGD): d = g + wd * w; with momentum, buf = d on the first step and
 // buf = momentum * buf + (1 - dampening) * d afterwards; d = d + momentum * buf (nesterov) or buf;
-// w -= lr * d. A step's lr_scale k (its share of the global batch) makes the rate lr * k, except
-// with Share::kSamples and momentum, where d is scaled by k before it enters the buffer instead
-// (buf = momentum * buf + k * d, w -= lr * d).
+// w -= lr * d. A step's lr_scale k (its share of the global batch) makes the rate lr * k without
+// momentum. With momentum d is scaled by k before it enters the buffer, and the step is
+// Share::kSamples's lr (buf = momentum * buf + k * d) or Share::kRound's lr * k with the momentum
+// momentum^k (buf = momentum^k * buf + k * d: k of a step).
 
 void SgdLoop(float* __restrict weights, const float* __restrict grad, float grad_scale, size_t n,
              float weight_decay, float neg_lr) {
@@ -72,18 +73,18 @@ class Sgd final : public Optimizer {
       SgdLoop(weights, grad, grad_scale, n, weight_decay, static_cast<float>(-(o.lr * lr_scale)));
       return;
     }
-    const bool into_buffer = share == Share::kSamples;
-    const float neg_lr = static_cast<float>(-(o.lr * (into_buffer ? 1.0 : lr_scale)));
-    const float d_share = into_buffer ? lr_scale : 1.0f;
+    const bool round = share == Share::kRound;
+    const float neg_lr = static_cast<float>(-(o.lr * (round ? lr_scale : 1.0)));
+    const auto momentum =
+        static_cast<float>(round && lr_scale != 1.0f ? std::pow(o.momentum, lr_scale) : o.momentum);
     const bool first = step == 1;
-    const float buf_keep = first ? 0.0f : static_cast<float>(o.momentum);
+    const float buf_keep = first ? 0.0f : momentum;
     const float d_weight = first ? 1.0f : static_cast<float>(1 - o.dampening);
-    const float momentum = static_cast<float>(o.momentum);
     if (o.nesterov) {
-      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, d_share, neg_lr, buf_keep,
+      SgdMomentumLoop<true>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
                             d_weight, momentum);
     } else {
-      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, d_share, neg_lr, buf_keep,
+      SgdMomentumLoop<false>(weights, grad, grad_scale, state, n, weight_decay, lr_scale, neg_lr, buf_keep,
                              d_weight, momentum);
     }
   }

@@ -42,16 +42,19 @@ class Optimizer {
   // initial_accumulator_value. Writes nothing when state_slots() is 0 (`state` may be null).
   virtual void InitState(float* state, size_t n) const;
 
-  // How lr_scale, a step's share of the global batch, enters a step.
+  // How lr_scale k, a step's share of the global batch, enters a step.
   enum class Share {
-    // The learning rate is lr * lr_scale: a sync round's update, a short round stepping in
-    // proportion.
-    kStep,
-    // SGD with momentum weights the gradient by lr_scale as it enters the buffer and steps by lr:
-    // the same steps as kStep while lr_scale stays the same, and when pushes of several sizes mix
-    // (async, ssp: local steps, larger batches) each sample's gradient weighs the same in the
-    // buffer, instead of a large push stepping every gradient buffered as far. The other
-    // optimizers (and SGD without momentum) as kStep.
+    // A sync round of k global batches is k of a step: the learning rate is lr * k and, for SGD
+    // with momentum, the gradient enters the buffer weighted by k and the buffer decays by
+    // momentum^k (torch's step with momentum^k, lr * k, on k * grad). A short round (trainers out
+    // of data at an epoch's end, balanced sync's one-sample rounds) moves the weights and the
+    // buffer in proportion to its samples, and two half rounds come close to a whole one.
+    kRound,
+    // SGD with momentum weights the gradient by k as it enters the buffer and steps by lr: pushes
+    // of several sizes (async, ssp: local steps, larger batches) arrive side by side, not one
+    // after another, so none stands for elapsed time; each sample's gradient weighs the same in
+    // the buffer, instead of a large push stepping every gradient buffered as far. The other
+    // optimizers (and SGD without momentum) take lr * k, as kRound.
     kSamples,
   };
 
@@ -62,9 +65,9 @@ class Optimizer {
   // update count: it drives the bias corrections, the first-step initialisation of SGD's momentum
   // buffer and Adagrad's lr decay, so it must be 1 on the first call after InitState and grow by one.
   // `state` is as written by InitState; none of the buffers may overlap.
-  // The result equals torch::optim's (LibTorch 1.13) step on the same values at lr * lr_scale
-  // (kSamples, SGD with momentum: at lr on lr_scale * grad, weight decay lr_scale * wd), up to
-  // rounding.
+  // The result equals torch::optim's (LibTorch 1.13) step on the same values at lr * lr_scale,
+  // up to rounding; for SGD with momentum, torch's step on lr_scale * grad with weight decay
+  // lr_scale * wd, at lr (kSamples) or at lr * lr_scale with momentum^lr_scale (kRound).
   virtual void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
                      int64_t step, float lr_scale, Share share) const = 0;
 

@@ -385,11 +385,11 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   if (!apply.tally) apply.tally = std::make_shared<ApplyTally>();
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
-    // of data at the end of an epoch) steps in proportion, so that no sample counts for more.
+    // of data at the end of an epoch) is that share of a step, so that no sample counts for more.
     const float share = options_.global_batch_size == 0
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kStep, std::move(keep), apply.tally);
+    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally);
   }
   if (++apply.closed == slots_.size()) {
     EndApply(*apply.tally);

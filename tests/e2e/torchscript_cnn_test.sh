@@ -2,7 +2,8 @@
 # A model from Python trains like the built-in one: Debian's python3-torch scripts FashionCNN
 # (scripts/lib/hetps_models.py, the built-in cnn's architecture) into a TorchScript file, and the
 # same short job runs through scripts/launch_local.sh with --model cnn and with --model-file; the
-# final test accuracies agree within the noise of a short run (measured: sync 0.8060 and 0.8060;
+# final test accuracies agree within the noise of a short run (measured, sync, seeds 1-5: built-in
+# 0.8014, 0.7997, 0.7600, 0.7955, 0.7897; TorchScript 0.7758, 0.7918, 0.7813, 0.7823, 0.7672;
 # async, 15,000 samples, momentum 0.5: 0.8080 and 0.7989, 0.7928 and 0.8020, 0.7969 and 0.8016).
 #   torchscript_cnn_test.sh BUILD_DIR sync|async
 set -euo pipefail
@@ -12,8 +13,10 @@ mode=$2
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Async runs differ from run to run (the order pushes arrive in) and are early on a steep curve
-# after 6,000 samples. Sync runs measured equal to four digits, which suggests that Python's
-# torch.manual_seed(1) draws the same initial weights as the built-in cnn with seed 1.
+# after 6,000 samples. Sync runs repeat exactly, but the two models' runs differ by up to 0.026
+# over the five seeds above (0.004-0.015 before sync rounds short of the global batch counted as
+# that share of a step, docs/decisions.md): after 6,000 samples on a steep curve, the last six
+# rounds (half rounds) move the final accuracy by about that much.
 # After 6,000 samples async runs spread widely (0.23 to 0.72 seen, the job file's momentum 0.9 on
 # stale gradients): they train 15,000 samples with the staleness-aware step, where the curve is
 # flatter, and momentum 0.5 (with 0.9, a loaded host's staler pushes sometimes set one run apart
@@ -21,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 samples=6000
 mode_flags=()
 if [[ $mode == sync ]]; then
-  tolerance=0.02
+  tolerance=0.04
 else
   tolerance=0.05 samples=15000 mode_flags=(--staleness-aware-lr true --momentum 0.5)
 fi

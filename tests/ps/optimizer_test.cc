@@ -92,13 +92,13 @@ Mismatch WorstMismatch(const std::vector<float>& ours, const std::vector<float>&
 
 // Runs kSteps steps of ours and of torch::optim on the same random weights and a fresh random
 // gradient per step. Ours gets (grad, grad_scales[t]), lr_scales[t] and `share`; torch gets the
-// gradient grad_scales[t] * grad and the learning rate lr * lr_scales[t], except for
-// Share::kSamples with SGD with momentum, which puts k = lr_scales[t] into its buffer: torch
-// then gets k * grad_scales[t] * grad and weight decay k * wd at the learning rate lr. Checks the
-// weights after every step.
+// gradient grad_scales[t] * grad and the learning rate lr * lr_scales[t], except for SGD with
+// momentum, which puts k = lr_scales[t] into its buffer: torch then gets k * grad_scales[t] * grad
+// and weight decay k * wd, at the learning rate lr (kSamples) or at lr * k with the momentum
+// momentum^k (kRound). Checks the weights after every step.
 void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vector<float>& grad_scales,
                        const std::vector<float>& lr_scales,
-                       Optimizer::Share share = Optimizer::Share::kStep) {
+                       Optimizer::Share share = Optimizer::Share::kRound) {
   auto created = Optimizer::Create(options);
   CATCH_REQUIRE(created.ok());
   const Optimizer& ours = **created;
@@ -115,8 +115,8 @@ void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vec
     const float grad_scale = grad_scales[static_cast<size_t>(step - 1) % grad_scales.size()];
     const float lr_scale = lr_scales[static_cast<size_t>(step - 1) % lr_scales.size()];
     std::vector<float> grad = ToVector(torch::randn({static_cast<int64_t>(n)}));
-    const bool into_buffer =
-        share == Optimizer::Share::kSamples && options.kind == Kind::kSgd && options.momentum > 0;
+    const bool into_buffer = options.kind == Kind::kSgd && options.momentum > 0;
+    const bool round = share == Optimizer::Share::kRound;
     std::vector<float> scaled_grad(n);
     for (size_t i = 0; i < n; ++i) scaled_grad[i] = (into_buffer ? lr_scale : 1.0f) * (grad_scale * grad[i]);
 
@@ -125,7 +125,10 @@ void CheckAgainstTorch(const OptimizerOptions& options, size_t n, const std::vec
     param.mutable_grad() = ToTensor(scaled_grad);
     torch::optim::OptimizerOptions& group = theirs->param_groups()[0].options();
     if (into_buffer) {
-      static_cast<torch::optim::SGDOptions&>(group).weight_decay(options.weight_decay * lr_scale);
+      auto& sgd = static_cast<torch::optim::SGDOptions&>(group);
+      sgd.weight_decay(options.weight_decay * lr_scale);
+      sgd.momentum(round ? std::pow(options.momentum, static_cast<double>(lr_scale)) : options.momentum);
+      sgd.lr(options.lr * (round ? static_cast<double>(lr_scale) : 1.0));
     } else {
       group.set_lr(options.lr * static_cast<double>(lr_scale));
     }
@@ -269,11 +272,12 @@ CATCH_TEST_CASE("Apply with grad_scale s equals torch::optim on the gradient s *
   }
 }
 
-CATCH_TEST_CASE("Apply with lr_scale k equals torch::optim with learning rate lr * k, or on k * g (kSamples)",
-                "[ps][optimizer]") {
+CATCH_TEST_CASE(
+    "Apply with lr_scale k equals torch::optim at lr * k, SGD's momentum on k * g (and momentum^k: kRound)",
+    "[ps][optimizer]") {
   // A fixed scale, and a per-step one as pushes of several sizes give.
   const std::vector<std::vector<float>> scale_sets = {{0.5f}, {1.0f, 0.5f, 0.333f, 0.25f, 2.0f}};
-  for (const Optimizer::Share share : {Optimizer::Share::kStep, Optimizer::Share::kSamples}) {
+  for (const Optimizer::Share share : {Optimizer::Share::kRound, Optimizer::Share::kSamples}) {
     for (const OptimizerOptions& options : RichOptionsOfEveryKind()) {
       for (const auto& lr_scales : scale_sets) {
         for (size_t n : kSizes) CheckAgainstTorch(options, n, {1.0f}, lr_scales, share);
@@ -317,6 +321,42 @@ CATCH_TEST_CASE("With kSamples SGD's momentum buffer takes a step's share of the
   sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 3, 8.0f, kSamples);  // buffer 0.81 + 8
   CATCH_CHECK(state[0] == Approx(8.81f));
   CATCH_CHECK(weights[0] == Approx(-0.19f - 0.881f));
+}
+
+CATCH_TEST_CASE("With kRound a short sync round moves SGD's momentum buffer and weights in proportion",
+                "[ps][optimizer]") {
+  // Balanced sync's rounds of one sample of 64 must not put that sample's gradient into the
+  // buffer at a whole batch's weight (the later whole rounds would step it as one).
+  OptimizerOptions o = Options(Kind::kSgd);
+  o.lr = 0.1;
+  o.momentum = 0.9;
+  auto created = Optimizer::Create(o);
+  CATCH_REQUIRE(created.ok());
+  const Optimizer& sgd = **created;
+  std::vector<float> weights = {0.0f}, state(1), grad = {1.0f}, noisy = {64.0f};
+  sgd.InitState(state.data(), 1);
+  constexpr auto kRound = Optimizer::Share::kRound;
+  sgd.Apply(weights.data(), grad.data(), 1.0f, state.data(), 1, 1, 1.0f, kRound);  // buffer 1, w -0.1
+  sgd.Apply(weights.data(), noisy.data(), 1.0f, state.data(), 1, 2, 1.0f / 64, kRound);
+  const double keep = std::pow(0.9, 1.0 / 64);  // a 64th of a round's decay
+  CATCH_CHECK(state[0] == Approx(keep + 1.0));
+  CATCH_CHECK(weights[0] == Approx(-0.1 - 0.1 / 64 * (keep + 1.0)));
+  // Two half rounds of the same gradient come close to one whole round: buffer 1.874 against 1.9,
+  // weights -0.266 against -0.29 (the weights lag by half a round's step). The gradient at a
+  // whole round's weight in the buffer with the step halved made the buffer 2.71, and at half
+  // weight with the whole step, the weights -0.416.
+  std::vector<float> halves = {0.0f}, halves_state(1), whole = {0.0f}, whole_state(1);
+  sgd.InitState(halves_state.data(), 1);
+  sgd.InitState(whole_state.data(), 1);
+  for (int64_t step = 1; step <= 2; ++step) {
+    sgd.Apply(whole.data(), grad.data(), 1.0f, whole_state.data(), 1, step, 1.0f, kRound);
+  }
+  sgd.Apply(halves.data(), grad.data(), 1.0f, halves_state.data(), 1, 1, 1.0f, kRound);
+  for (int64_t step = 2; step <= 3; ++step) {
+    sgd.Apply(halves.data(), grad.data(), 1.0f, halves_state.data(), 1, step, 0.5f, kRound);
+  }
+  CATCH_CHECK(halves_state[0] == Approx(whole_state[0]).epsilon(0.02));
+  CATCH_CHECK(halves[0] == Approx(whole[0]).epsilon(0.1));
 }
 
 CATCH_TEST_CASE("Create refuses invalid options with a message naming the field", "[ps][optimizer]") {
