@@ -60,7 +60,7 @@ struct CheckpointOptions {
 
 // The job file's `auto` section: how mode: auto decides (scheduler/mode_chooser.h).
 struct AutoModeOptions {
-  double measure_seconds = 3;          // measure the trainers this long before the first decision
+  double measure_seconds = 1;          // measure the trainers this long before the first decision
   double decide_interval_seconds = 4;  // then look again this often
   double steady_variation = 0.3;       // a trainer whose report speeds spread more (relative
                                        // standard deviation) is variable: ssp

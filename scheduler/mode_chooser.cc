@@ -82,7 +82,7 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
   Decision d;
   std::vector<const TrainerMeasure*> measured;
   for (const TrainerMeasure& t : trainers) {
-    if (t.reports >= 2 && t.samples_per_second > 0) measured.push_back(&t);
+    if (t.reports >= kMinReports && t.samples_per_second > 0) measured.push_back(&t);
   }
   if (measured.size() < 2) {
     d.mode = ConsistencyMode::kSync;

@@ -31,7 +31,7 @@ namespace hetps {
 class ModeChooser {
  public:
   struct Options {
-    double measure_seconds = 3;          // decide first after this much training
+    double measure_seconds = 1;          // decide first after this much training (and kMinReports)
     double decide_interval_seconds = 4;  // then look again this often
     double steady_variation = 0.3;       // relative spread of report speeds above which a trainer is variable
     double stall_factor = 3;             // a gap of this many progress intervals is a stall
@@ -75,7 +75,10 @@ class ModeChooser {
   void Forget(uint32_t rank);
   std::vector<TrainerMeasure> Measures() const;
 
-  // The rule itself, on measures (at least 2 reports each count).
+  // Reports a trainer needs before the rule counts it (two speeds give a spread).
+  static constexpr size_t kMinReports = 2;
+
+  // The rule itself, on measures (at least kMinReports reports each count).
   static Decision Decide(const std::vector<TrainerMeasure>& trainers, const Options& options);
 
   const Options& options() const { return options_; }

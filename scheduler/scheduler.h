@@ -319,8 +319,11 @@ class Scheduler {
   // Feeds a trainer's report to the chooser; switches the mode when the rule says so.
   void ObserveForAuto(const Member& trainer, const wire::Progress& progress);
   void MaybeSwitchMode();
-  // Tells every server to follow `decision` from a step about a second ahead, and every trainer
-  // its batch for it (sync: split by speed; otherwise the even shares).
+  // Every training trainer has reported often enough for the rule to measure it.
+  bool EveryTrainerMeasured();
+  // Tells every server to follow `decision` from a step a little ahead (about a second into or
+  // out of sync), and every trainer its batch for it (sync: split by speed; otherwise the even
+  // shares).
   void SwitchMode(const ModeChooser::Decision& decision);
   // Sends `server` the rule in force, from step `from_clock` on.
   void SendMode(const Member& server, uint64_t from_clock);

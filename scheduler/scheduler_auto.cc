@@ -12,7 +12,12 @@
 namespace hetps {
 namespace {
 
-constexpr double kSwitchLeadSeconds = 1.0;
+// How far ahead a switch takes effect. A switch into or out of sync must reach every server
+// before any of them sees the step it starts at, so that a round is one on all of them; between
+// ssp and async, a server or trainer that hears of it a step late (it then switches from its
+// next step) changes nothing that matters, and the sooner, the less of the start's ssp.
+constexpr double kSyncSwitchLeadSeconds = 1.0;
+constexpr double kSwitchLeadSeconds = 0.2;
 
 std::string RuleName(const ModeChooser::Decision& d) {
   std::string name = ModeName(d.mode);
@@ -51,6 +56,8 @@ void Scheduler::MaybeSwitchMode() {
   const ModeChooser::Options& options = chooser_->options();
   const double since_start = SecondsSince(training_started_);
   if (since_start < options.measure_seconds) return;
+  const bool first = summary_.mode_decisions.size() <= 1;
+  if (first && !EveryTrainerMeasured()) return;  // not a look: the next report may complete it
   if (auto_last_look_ != Clock::time_point{} &&
       SecondsSince(auto_last_look_) < options.decide_interval_seconds) {
     return;
@@ -71,7 +78,6 @@ void Scheduler::MaybeSwitchMode() {
   }
   // The first decision is taken at once; later ones must be seen twice in a row, so that one
   // noisy look does not flip the mode back and forth.
-  const bool first = summary_.mode_decisions.size() <= 1;
   if (!first && !(auto_candidate_ && auto_candidate_->SameRule(decision))) {
     HETPS_LOG(INFO) << "mode auto: " << RuleName(decision) << " would suit (" << decision.reason
                     << "); switching if the next look agrees";
@@ -82,8 +88,20 @@ void Scheduler::MaybeSwitchMode() {
   SwitchMode(decision);
 }
 
+bool Scheduler::EveryTrainerMeasured() {
+  const auto measures = chooser_->Measures();
+  for (const Member* t : members_.Training()) {
+    const auto measured = std::find_if(measures.begin(), measures.end(), [t](const ModeChooser::TrainerMeasure& m) {
+      return m.rank == t->rank && m.reports >= ModeChooser::kMinReports;
+    });
+    if (measured == measures.end()) return false;
+  }
+  return true;
+}
+
 void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
-  const uint64_t from_clock = StepAhead(kSwitchLeadSeconds);
+  const bool sync = decision.mode == ConsistencyMode::kSync || auto_rule_.mode == ConsistencyMode::kSync;
+  const uint64_t from_clock = StepAhead(sync ? kSyncSwitchLeadSeconds : kSwitchLeadSeconds);
   HETPS_LOG(INFO) << "mode auto: " << RuleName(auto_rule_) << " -> " << RuleName(decision) << " from step "
                   << from_clock << ": " << decision.reason;
   display_.Note("mode auto: " + RuleName(decision) + " from step " + std::to_string(from_clock));
