@@ -78,7 +78,7 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
       server_rank_(server_rank),
       options_(options),
       optimizer_(std::move(optimizer)),
-      schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kSsp : options.mode,
+      schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kAsync : options.mode,
                 options.staleness),
       scratch_(options.threads),
       workers_(std::make_unique<PartitionWorkers>(options.threads)) {

@@ -42,9 +42,9 @@ class Shard {
  public:
   struct Options {
     // kAuto: each step follows the phase of the mode schedule it belongs to (SwitchMode); the
-    // job starts as ssp with `staleness`. Sync phases of auto count only busy trainers in a
-    // round: a trainer out of data says so with an empty push, as in ssp, and rounds go on
-    // without it.
+    // job starts as async (the scheduler switches it once it has measured the trainers). Sync
+    // phases of auto count only busy trainers in a round: a trainer out of data says so with an
+    // empty push, as in ssp, and rounds go on without it.
     ConsistencyMode mode = ConsistencyMode::kSync;
     OptimizerOptions optimizer;
     uint32_t staleness = 0;           // ssp: the largest clock gap a pull may open

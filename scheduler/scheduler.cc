@@ -51,8 +51,8 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     rule.max_staleness = job_.auto_mode.max_staleness;
     rule.stall_memory_seconds = job_.auto_mode.stall_memory_seconds;
     chooser_.emplace(rule, job_.progress_interval_ms / 1000.0);
-    auto_rule_.staleness = job_.staleness;
-    auto_rule_.reason = "the start: ssp while the trainers are measured";
+    auto_rule_.mode = ConsistencyMode::kAsync;
+    auto_rule_.reason = "the start: async while the trainers are measured";
   }
 }
 

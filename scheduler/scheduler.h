@@ -321,6 +321,9 @@ class Scheduler {
   void MaybeSwitchMode();
   // Every training trainer has reported often enough for the rule to measure it.
   bool EveryTrainerMeasured();
+  // Why switching to `decision` would hold trainers too long while one far behind catches up
+  // to its bound (async lets clocks drift apart), or "" when it would not.
+  std::string TooFarBehindFor(const ModeChooser::Decision& decision);
   // Tells every server to follow `decision` from a step a little ahead (about a second into or
   // out of sync), and every trainer its batch for it (sync: split by speed; otherwise the even
   // shares).

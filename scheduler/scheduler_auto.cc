@@ -1,10 +1,12 @@
-// mode: auto: the scheduler measures the trainers while the job runs as ssp, then switches the
+// mode: auto: the scheduler measures the trainers while the job runs as async, then switches the
 // servers between balanced sync, ssp with a chosen bound and async as the chooser's rule says
-// (scheduler/mode_chooser.h), at a step about a second ahead, logging each decision with its
+// (scheduler/mode_chooser.h), at a step a little ahead, logging each decision with its
 // reason and recording it in the run summary. Part of the Scheduler class (scheduler/scheduler.h),
 // on its loop thread.
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <sstream>
 
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
@@ -15,9 +17,21 @@ namespace {
 // How far ahead a switch takes effect. A switch into or out of sync must reach every server
 // before any of them sees the step it starts at, so that a round is one on all of them; between
 // ssp and async, a server or trainer that hears of it a step late (it then switches from its
-// next step) changes nothing that matters, and the sooner, the less of the start's ssp.
+// next step) changes nothing that matters.
 constexpr double kSyncSwitchLeadSeconds = 1.0;
 constexpr double kSwitchLeadSeconds = 0.2;
+// The longest a switch to sync or ssp may hold the trainers ahead while the one behind catches up
+// to the bound (async lets clocks drift apart: after a few seconds of trainers 4x apart, the slow
+// one is hundreds of steps behind).
+constexpr double kMaxCatchUpSeconds = 1.0;
+
+const ModeChooser::TrainerMeasure* MeasureOf(const std::vector<ModeChooser::TrainerMeasure>& measures,
+                                             uint32_t rank) {
+  for (const ModeChooser::TrainerMeasure& m : measures) {
+    if (m.rank == rank) return &m;
+  }
+  return nullptr;
+}
 
 std::string RuleName(const ModeChooser::Decision& d) {
   std::string name = ModeName(d.mode);
@@ -76,6 +90,12 @@ void Scheduler::MaybeSwitchMode() {
     auto_candidate_.reset();
     return;
   }
+  if (const std::string behind = TooFarBehindFor(decision); !behind.empty()) {
+    HETPS_LOG(INFO) << "mode auto: " << RuleName(decision) << " would suit (" << decision.reason << "), but "
+                    << behind << "; staying " << RuleName(auto_rule_);
+    auto_candidate_.reset();
+    return;
+  }
   // The first decision is taken at once; later ones must be seen twice in a row, so that one
   // noisy look does not flip the mode back and forth.
   if (!first && !(auto_candidate_ && auto_candidate_->SameRule(decision))) {
@@ -91,12 +111,37 @@ void Scheduler::MaybeSwitchMode() {
 bool Scheduler::EveryTrainerMeasured() {
   const auto measures = chooser_->Measures();
   for (const Member* t : members_.Training()) {
-    const auto measured = std::find_if(measures.begin(), measures.end(), [t](const ModeChooser::TrainerMeasure& m) {
-      return m.rank == t->rank && m.reports >= ModeChooser::kMinReports;
-    });
-    if (measured == measures.end()) return false;
+    const ModeChooser::TrainerMeasure* measure = MeasureOf(measures, t->rank);
+    if (measure == nullptr || measure->reports < ModeChooser::kMinReports) return false;
   }
   return true;
+}
+
+std::string Scheduler::TooFarBehindFor(const ModeChooser::Decision& decision) {
+  if (decision.mode == ConsistencyMode::kAsync) return "";
+  const uint64_t bound = decision.mode == ConsistencyMode::kSsp ? decision.staleness : 0;
+  const auto training = members_.Training();
+  uint64_t newest = 0;
+  for (const Member* t : training) newest = std::max(newest, t->progress.clock);
+  const auto measures = chooser_->Measures();
+  for (const Member* t : training) {
+    const uint64_t behind = newest - std::min(newest, t->progress.clock);
+    if (behind <= bound) continue;
+    const ModeChooser::TrainerMeasure* measure = MeasureOf(measures, t->rank);
+    const double steps_per_second = measure == nullptr ? 0 : measure->steps_per_second;
+    const double seconds = steps_per_second > 0 ? static_cast<double>(behind - bound) / steps_per_second : 0;
+    if (steps_per_second > 0 && seconds <= kMaxCatchUpSeconds) continue;
+    std::ostringstream why;
+    why << std::fixed << std::setprecision(1) << "trainer " << t->rank << " is " << behind << " steps behind";
+    if (steps_per_second > 0) {
+      why << ", " << seconds << " s of its steps that the others would wait (at most " << kMaxCatchUpSeconds
+          << " s)";
+    } else {
+      why << " at a speed not measured";
+    }
+    return why.str();
+  }
+  return "";
 }
 
 void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {

@@ -51,7 +51,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))
 d = s["mode_decisions"]
 modes = [x["mode"] for x in d]
-assert modes[0] == "ssp" and d[0]["from_clock"] == 0, d
+assert modes[0] == "async" and d[0]["from_clock"] == 0, d
 assert "sync" in modes, d
 first_sync = modes.index("sync")
 stalled = [x for x in d[first_sync:] if x["mode"] == "ssp" and "stalled" in x["reason"]]

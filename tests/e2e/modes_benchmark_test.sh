@@ -36,7 +36,7 @@ for c in home["cases"]:
         assert r["final_test_accuracy"] > 0.6, r
         assert len(r["curve"]) >= 3, r
 auto = [c for c in home["cases"] if c["case"] == "auto"][0]["runs"][0]
-assert auto["mode_decisions"] and auto["mode_decisions"][0]["mode"] == "ssp", auto["mode_decisions"]
+assert auto["mode_decisions"] and auto["mode_decisions"][0]["mode"] == "async", auto["mode_decisions"]
 assert home["sum_samples_per_second"] > 0, home
 if home["fast_alone_seconds_to_target"] and home["best_seconds_to_target"]:
     assert abs(home["speedup_vs_fast_alone"] - home["fast_alone_seconds_to_target"] /

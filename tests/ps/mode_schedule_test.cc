@@ -56,15 +56,19 @@ CATCH_TEST_CASE("A switch never reaches back before the newest push, and replace
   CATCH_CHECK_FALSE(fresh.Switch(3, ConsistencyMode::kAuto, 0, std::nullopt).ok());
 }
 
-CATCH_TEST_CASE("An auto shard starts as ssp and refuses switches outside auto", "[ps][auto]") {
+CATCH_TEST_CASE("An auto shard starts as async and refuses switches outside auto", "[ps][auto]") {
   const ShardMap map = TestMap();
   auto shard = AutoShard(map, 1);
-  // ssp with bound 1: trainer 0 at clock 2 waits for trainer 1 to have pushed once.
-  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 8, Ramp(0.1f, 0)).ok());
-  CATCH_REQUIRE(PushBoth(*shard, 0, 1, 8, Ramp(0.1f, 0)).ok());
-  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 2, false));
-  CATCH_REQUIRE(PushBoth(*shard, 1, 0, 8, Ramp(0.1f, 0)).ok());
-  CATCH_CHECK(shard->PullReady({0, 2}, 2, false));
+  // async: trainer 0 runs ahead of trainer 1, which has not pushed, as far as it likes (the job's
+  // staleness, 1 here, is ssp's bound, not the start's); switched to ssp with bound 1, its next
+  // step waits for trainer 1.
+  for (uint64_t clock = 0; clock < 3; ++clock) {
+    CATCH_REQUIRE(PushBoth(*shard, 0, clock, 8, Ramp(0.1f, 0)).ok());
+    CATCH_CHECK(shard->PullReady({0, 2}, clock + 1, false));
+  }
+  CATCH_CHECK(shard->SwitchMode(4, ConsistencyMode::kSsp, 1).value() == 4);
+  CATCH_REQUIRE(PushBoth(*shard, 0, 3, 8, Ramp(0.1f, 0)).ok());
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 4, false));
   auto sync_shard = MakeShard(map, ConsistencyMode::kSync);
   CATCH_CHECK_FALSE(sync_shard->SwitchMode(5, ConsistencyMode::kAsync, 0).ok());
 }

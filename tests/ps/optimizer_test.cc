@@ -301,16 +301,22 @@ void CheckRefused(const OptimizerOptions& options, const std::string& field) {
   CATCH_CHECK(created.status().message().find(field) != std::string::npos);
 }
 
-CATCH_TEST_CASE("With kSamples SGD's momentum buffer takes a step's share of the batch, not the whole buffer",
-                "[ps][optimizer]") {
-  // A push of 8 global batches' samples (local steps, a larger batch) next to pushes of one: its
-  // share must weight its own gradient, not step the gradients already buffered 8 times as far.
+// SGD with lr 0.1 and momentum 0.9.
+std::unique_ptr<Optimizer> MomentumSgd() {
   OptimizerOptions o = Options(Kind::kSgd);
   o.lr = 0.1;
   o.momentum = 0.9;
   auto created = Optimizer::Create(o);
   CATCH_REQUIRE(created.ok());
-  const Optimizer& sgd = **created;
+  return std::move(created).value();
+}
+
+CATCH_TEST_CASE("With kSamples SGD's momentum buffer takes a step's share of the batch, not the whole buffer",
+                "[ps][optimizer]") {
+  // A push of 8 global batches' samples (local steps, a larger batch) next to pushes of one: its
+  // share must weight its own gradient, not step the gradients already buffered 8 times as far.
+  const std::unique_ptr<Optimizer> created = MomentumSgd();
+  const Optimizer& sgd = *created;
   std::vector<float> weights = {0.0f}, state(1), grad = {1.0f}, none = {0.0f};
   sgd.InitState(state.data(), 1);
   constexpr auto kSamples = Optimizer::Share::kSamples;
@@ -327,12 +333,8 @@ CATCH_TEST_CASE("With kRound a short sync round moves SGD's momentum buffer and 
                 "[ps][optimizer]") {
   // Balanced sync's rounds of one sample of 64 must not put that sample's gradient into the
   // buffer at a whole batch's weight (the later whole rounds would step it as one).
-  OptimizerOptions o = Options(Kind::kSgd);
-  o.lr = 0.1;
-  o.momentum = 0.9;
-  auto created = Optimizer::Create(o);
-  CATCH_REQUIRE(created.ok());
-  const Optimizer& sgd = **created;
+  const std::unique_ptr<Optimizer> created = MomentumSgd();
+  const Optimizer& sgd = *created;
   std::vector<float> weights = {0.0f}, state(1), grad = {1.0f}, noisy = {64.0f};
   sgd.InitState(state.data(), 1);
   constexpr auto kRound = Optimizer::Share::kRound;
