@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,13 +98,15 @@ struct JobOptions {
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t staleness = 3;            // ssp: a trainer runs at most this many clocks
                                      // ahead of the slowest live one (0..10000)
-  bool staleness_aware_lr = false;   // async, ssp: divide each push's gradient by its
-                                     // staleness (at least 1) before the optimizer
+  std::optional<bool> staleness_aware_lr;  // async, ssp: divide each push's gradient by its
+                                           // staleness (at least 1) before the optimizer; unset:
+                                           // the mode's default (StalenessAwareLr)
   AutoModeOptions auto_mode;         // mode: auto's decision rule (the `auto` section)
   Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
                                      // proportion to each trainer's measured speed)
-  AsyncBatch async_batch = AsyncBatch::kShare;  // async, ssp: a trainer's batch per step is its
-                                                // even share of the global batch | the whole of it
+  std::optional<AsyncBatch> async_batch;  // async, ssp: a trainer's batch per step is its even
+                                          // share of the global batch | the whole of it; unset:
+                                          // the mode's default (AsyncBatchOf)
   uint32_t epochs = 1;               // 1..1000
   uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
                                      // takes an equal share (the first ones one more)
@@ -161,6 +164,12 @@ Status ValidateJobOptions(const JobOptions& options);
 
 // Size of the training set of `dataset` before max_train_samples; 0 for an unknown data set.
 uint64_t DatasetTrainSamples(const std::string& dataset);
+
+// staleness_aware_lr and async_batch as the job sets them or, where it does not, as its mode
+// defaults them: off and share, but on and whole in mode auto, whose async and ssp phases reach
+// a target accuracy soonest so (docs/decisions.md, "auto's async phases").
+bool StalenessAwareLr(const JobOptions& options);
+AsyncBatch AsyncBatchOf(const JobOptions& options);
 
 // The most trainers that may take part at once: max_trainers, or trainers when it is 0.
 uint32_t MaxTrainers(const JobOptions& options);

@@ -37,10 +37,15 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"auto", [o, source](const YAML::Node& n,
                            const std::string&) { return ReadAutoMode(n, source, &o->auto_mode); }},
       {"staleness_aware_lr",
-       [o](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o->staleness_aware_lr); }},
+       [o](const YAML::Node& n, const std::string& w) {
+         bool aware = false;
+         HETPS_RETURN_IF_ERROR(ReadBool(n, w, &aware));
+         o->staleness_aware_lr = aware;
+         return Status::Ok();
+       }},
       {"balance", ChoiceField(&o->balance, {{"none", Balance::kNone}, {"speed", Balance::kSpeed}})},
       {"async_batch",
-       ChoiceField(&o->async_batch, {{"share", AsyncBatch::kShare}, {"whole", AsyncBatch::kWhole}})},
+       ChoiceField<std::optional<AsyncBatch>>(&o->async_batch, {{"share", AsyncBatch::kShare}, {"whole", AsyncBatch::kWhole}})},
       {"epochs", u32(&o->epochs, 1, 1000)},
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,

@@ -71,7 +71,7 @@ Status ValidateJobOptions(const JobOptions& o) {
   if (o.security.curve && o.security.keys_dir.empty()) {
     return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
   }
-  if (o.staleness_aware_lr && o.mode == ConsistencyMode::kSync) {
+  if (o.staleness_aware_lr == true && o.mode == ConsistencyMode::kSync) {
     return Status::InvalidArgument(
         "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
   }
@@ -88,6 +88,15 @@ Status ValidateJobOptions(const JobOptions& o) {
 
 uint64_t DatasetTrainSamples(const std::string& dataset) {
   return dataset == "fashion-mnist" ? 60000 : 0;
+}
+
+bool StalenessAwareLr(const JobOptions& options) {
+  return options.staleness_aware_lr.value_or(options.mode == ConsistencyMode::kAuto);
+}
+
+AsyncBatch AsyncBatchOf(const JobOptions& options) {
+  return options.async_batch.value_or(options.mode == ConsistencyMode::kAuto ? AsyncBatch::kWhole
+                                                                              : AsyncBatch::kShare);
 }
 
 uint32_t MaxTrainers(const JobOptions& options) {

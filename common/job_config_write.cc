@@ -44,7 +44,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   }
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);
   out << YAML::Key << "staleness" << YAML::Value << o.staleness;
-  out << YAML::Key << "staleness_aware_lr" << YAML::Value << o.staleness_aware_lr;
+  out << YAML::Key << "staleness_aware_lr" << YAML::Value << StalenessAwareLr(o);
   out << YAML::Key << "auto" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "measure_seconds" << YAML::Value << o.auto_mode.measure_seconds;
   out << YAML::Key << "decide_interval_seconds" << YAML::Value << o.auto_mode.decide_interval_seconds;
@@ -54,7 +54,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "stall_memory_seconds" << YAML::Value << o.auto_mode.stall_memory_seconds;
   out << YAML::EndMap;
   out << YAML::Key << "balance" << YAML::Value << BalanceName(o.balance);
-  out << YAML::Key << "async_batch" << YAML::Value << AsyncBatchName(o.async_batch);
+  out << YAML::Key << "async_batch" << YAML::Value << AsyncBatchName(AsyncBatchOf(o));
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
   out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;

@@ -163,7 +163,7 @@ void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
     std::map<uint32_t, uint32_t> sizes;
     for (size_t i = 0; i < training.size(); ++i) {
       sizes[training[i]->rank] =
-          UnbalancedBatch(decision.mode, job_.async_batch, job_.global_batch_size,
+          UnbalancedBatch(decision.mode, AsyncBatchOf(job_), job_.global_batch_size,
                           static_cast<uint32_t>(training.size()), static_cast<uint32_t>(i));
     }
     SendBatchSizes(from_clock, sizes);

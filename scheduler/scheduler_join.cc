@@ -60,7 +60,7 @@ void Scheduler::HandleJoin(const Message& message) {
   flatbuffers::Offset<wire::TrainerJob> trainer_job;
   if (member->role == wire::Role::Trainer) {
     // A late joiner's share in sync comes with the shard map (Rebalance from its first step).
-    member->batch_size = UnbalancedBatch(CurrentMode(), job_.async_batch, job_.global_batch_size,
+    member->batch_size = UnbalancedBatch(CurrentMode(), AsyncBatchOf(job_), job_.global_batch_size,
                                          job_.trainers, member->rank % job_.trainers);
     const auto optimizer = OptimizerToWire(fbb, job_.optimizer);
     trainer_job = wire::CreateTrainerJobDirect(
@@ -183,7 +183,7 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
   auto scheduler_token = for_servers ? fbb.CreateString(links_.token()) : 0;
   auto body = wire::CreateShardMap(
       fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode), trainers,
-      members_.epoch(), job_.max_message_bytes, job_.staleness, job_.staleness_aware_lr, job_.wire_dtype,
+      members_.epoch(), job_.max_message_bytes, job_.staleness, StalenessAwareLr(job_), job_.wire_dtype,
       job_.global_batch_size, identities, joiner != nullptr ? joiner->start_clock : resume_clock_,
       joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());

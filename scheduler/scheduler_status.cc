@@ -56,7 +56,7 @@ void Scheduler::MaybePublishStatus(bool force) {
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.lr = job_.optimizer.lr;
   s.balance = BalanceName(job_.balance);
-  s.async_batch = AsyncBatchName(job_.async_batch);
+  s.async_batch = AsyncBatchName(AsyncBatchOf(job_));
   s.wire_dtype = WireDTypeName(job_.wire_dtype);
   s.listen = endpoint_;
   s.epochs = job_.epochs;

@@ -139,7 +139,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.data.train.y == "y.npy");
   CATCH_CHECK(o.mode == ConsistencyMode::kAsync);
   CATCH_CHECK(o.staleness == 5);
-  CATCH_CHECK(o.staleness_aware_lr);
+  CATCH_CHECK(o.staleness_aware_lr == true);
   CATCH_CHECK(o.balance == Balance::kNone);
   CATCH_CHECK(o.async_batch == AsyncBatch::kWhole);
   CATCH_CHECK(o.eval_interval_samples == 6000);

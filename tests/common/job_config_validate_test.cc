@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <string>
 
 #include "tests/common/job_config_checks.h"
 
@@ -91,6 +92,31 @@ CATCH_TEST_CASE("async_batch: whole gives each async or ssp trainer all of the g
   CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSsp, AsyncBatch::kShare, 64, 3, 0) == 22);
   CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kAsync, AsyncBatch::kWhole, 64, 3, 2) == 64);
   CATCH_CHECK(UnbalancedBatch(ConsistencyMode::kSsp, AsyncBatch::kWhole, 64, 3, 0) == 64);
+}
+
+CATCH_TEST_CASE("mode auto defaults to whole batches and the staleness-aware rate; other modes to neither",
+                "[common][job_config]") {
+  const JobOptions automatic = ParseOrFail("mode: auto\n");
+  CATCH_CHECK(AsyncBatchOf(automatic) == AsyncBatch::kWhole);
+  CATCH_CHECK(StalenessAwareLr(automatic));
+  for (const char* mode : {"sync", "async", "ssp"}) {
+    CATCH_INFO(mode);
+    const JobOptions o = ParseOrFail(std::string("mode: ") + mode + "\n");
+    CATCH_CHECK(AsyncBatchOf(o) == AsyncBatch::kShare);
+    CATCH_CHECK(!StalenessAwareLr(o));
+  }
+  // What the job file says wins, in auto as elsewhere.
+  const JobOptions told = ParseOrFail("mode: auto\nasync_batch: share\nstaleness_aware_lr: false\n");
+  CATCH_CHECK(AsyncBatchOf(told) == AsyncBatch::kShare);
+  CATCH_CHECK(!StalenessAwareLr(told));
+  CATCH_CHECK(AsyncBatchOf(ParseOrFail("mode: async\nasync_batch: whole\n")) == AsyncBatch::kWhole);
+  // The resolved job names the values the mode chose, and reads back to them.
+  const JobOptions again = ParseOrFail(JobOptionsToYaml(automatic));
+  CATCH_CHECK(again.async_batch == AsyncBatch::kWhole);
+  CATCH_CHECK(again.staleness_aware_lr == true);
+  // A sync job refuses them only when the job file asks for them.
+  RequireRejected("mode: sync\nstaleness_aware_lr: true\n", {"staleness_aware_lr: true needs mode async"});
+  CATCH_CHECK(ParseOrFail("mode: sync\nstaleness_aware_lr: false\n").staleness_aware_lr == false);
 }
 
 }  // namespace
