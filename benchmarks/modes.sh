@@ -15,7 +15,9 @@
 # (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
 # speed, async, async whole (async_batch: whole with the staleness-aware rate), async local (async
 # whole with 8 local steps on every machine but the fast one: hetps-trainer --local-steps), ssp
-# (bound 3; in the stalls scenarios also 16), auto and auto whole (auto with the same two options).
+# (bound 3; in the stalls scenarios also 16), auto (whose async and ssp phases take whole batches
+# with the staleness-aware rate unless told otherwise) and auto share (auto told async_batch: share,
+# staleness_aware_lr: false, as async).
 # Each case runs --seeds times (different --seed: the initial weights and the data order),
 # interleaved: seed by seed, scenario by scenario, case by case, so that the host's drift falls on
 # every case alike.
@@ -147,7 +149,7 @@ cases_of() {
   ((quick)) || echo "ssp s=3|--mode ssp --staleness 3"
   if ((!quick)) && [[ $scenario == stalls* ]]; then echo "ssp s=16|--mode ssp --staleness 16"; fi
   echo "auto|--mode auto"
-  ((quick)) || echo "auto whole|--mode auto --async-batch whole --staleness-aware-lr true"
+  ((quick)) || echo "auto share|--mode auto --async-batch share --staleness-aware-lr false"
 }
 
 # cases_of, less the cases --cases leaves out; a name --cases gives that no scenario has is an

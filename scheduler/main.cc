@@ -117,13 +117,14 @@ int main(int argc, char** argv) {
                  "ssp: how many clocks a trainer may run ahead of the slowest live one")
       ->check(CLI::Range(0, 10000));
   app.add_option("--staleness-aware-lr", o.staleness_aware_lr,
-                 "async, ssp: divide each push's step by its staleness (true | false)");
+                 "async, ssp: divide each push's gradient by its staleness (true | false; default "
+                 "false, true in mode auto)");
   app.add_option("--balance", o.balance,
                  "sync: split the global batch evenly (none) or by measured trainer speed (speed)")
       ->check(CLI::IsMember({"none", "speed"}));
   app.add_option("--async-batch", o.async_batch,
                  "async, ssp: each trainer's batch is its share of the global batch (share) or all of it "
-                 "(whole)")
+                 "(whole; default share, whole in mode auto)")
       ->check(CLI::IsMember({"share", "whole"}));
   app.add_option("--wire-dtype", o.wire_dtype,
                  "Gradients and weights in flight: fp32 | bf16 | fp16 (servers keep float32)")
