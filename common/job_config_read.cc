@@ -44,8 +44,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
          return Status::Ok();
        }},
       {"balance", ChoiceField(&o->balance, {{"none", Balance::kNone}, {"speed", Balance::kSpeed}})},
-      {"async_batch",
-       ChoiceField<std::optional<AsyncBatch>>(&o->async_batch, {{"share", AsyncBatch::kShare}, {"whole", AsyncBatch::kWhole}})},
+      {"async_batch", ChoiceField<std::optional<AsyncBatch>>(
+                          &o->async_batch, {{"share", AsyncBatch::kShare}, {"whole", AsyncBatch::kWhole}})},
       {"epochs", u32(&o->epochs, 1, 1000)},
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,

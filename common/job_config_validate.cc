@@ -96,7 +96,7 @@ bool StalenessAwareLr(const JobOptions& options) {
 
 AsyncBatch AsyncBatchOf(const JobOptions& options) {
   return options.async_batch.value_or(options.mode == ConsistencyMode::kAuto ? AsyncBatch::kWhole
-                                                                              : AsyncBatch::kShare);
+                                                                             : AsyncBatch::kShare);
 }
 
 uint32_t MaxTrainers(const JobOptions& options) {
