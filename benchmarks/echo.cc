@@ -13,8 +13,9 @@ void NoFree(void*, void*) {}
 
 }  // namespace
 
-Echo::Echo(const std::vector<std::vector<size_t>>& frames_per_server, size_t bytes)
-    : context_(1), frames_(frames_per_server), buffer_(bytes) {
+Echo::Echo(const std::vector<std::vector<size_t>>& frames_per_server, size_t bytes,
+           std::chrono::microseconds reply_spin)
+    : context_(1), frames_(frames_per_server), buffer_(bytes), reply_spin_(reply_spin) {
   for (size_t s = 0; s < frames_.size(); ++s) {
     zmq::socket_t router(context_, zmq::socket_type::router);
     router.set(zmq::sockopt::linger, 0);
@@ -44,10 +45,19 @@ Status Echo::Round() {
   for (size_t s = 0; s < frames_.size(); ++s) {
     for (size_t f = 0; f < frames_[s].size(); ++f) {
       std::vector<zmq::message_t> reply;
-      if (!zmq::recv_multipart(dealers_[s], std::back_inserter(reply))) return Status::Internal("echo lost");
+      if (!Receive(dealers_[s], &reply)) return Status::Internal("echo lost");
     }
   }
   return Status::Ok();
+}
+
+bool Echo::Receive(zmq::socket_t& socket, std::vector<zmq::message_t>* reply) {
+  const auto spin_end = std::chrono::steady_clock::now() + reply_spin_;
+  while (std::chrono::steady_clock::now() < spin_end) {
+    if (zmq::recv_multipart(socket, std::back_inserter(*reply), zmq::recv_flags::dontwait)) return true;
+    std::this_thread::yield();
+  }
+  return zmq::recv_multipart(socket, std::back_inserter(*reply)).has_value();
 }
 
 void Echo::Serve(zmq::socket_t& socket) {

@@ -159,7 +159,8 @@ Figures Measure(int mib, int servers, double seconds, hetps::wire::DType wire_dt
     cluster.Stop();
   }
   {
-    hetps::bench::Echo echo(frames, floats * hetps::DTypeSize(wire_dtype));
+    hetps::bench::Echo echo(frames, floats * hetps::DTypeSize(wire_dtype),
+                            hetps::PsClient::Options{}.reply_spin);
     figures.echo_rounds = RoundsPerSecond(seconds, [&] { return echo.Round(); });
   }
   std::vector<float> copy(floats);

@@ -117,7 +117,7 @@ Case Measure(size_t bytes, uint64_t partition_bytes, int rounds, int pairs) {
     frames[0].push_back(p.length * sizeof(float));
   }
   c.partitions = frames[0].size();
-  hetps::bench::Echo echo(frames, c.bytes);
+  hetps::bench::Echo echo(frames, c.bytes, hetps::PsClient::Options{}.reply_spin);
   cpu_set_t all, one;
   if (sched_getaffinity(0, sizeof(all), &all) != 0) Fail(Status::Internal("cannot read the CPU affinity"));
   CPU_ZERO(&one);

@@ -102,6 +102,14 @@ int main(int argc, char** argv) {
                  "transfers of the model take longer than its step, e.g. on a slow link)")
       ->default_val(options.local_steps)
       ->check(CLI::Range(1, 1024));
+  int64_t reply_spin_us = options.reply_spin.count();
+  app.add_option(
+         "--reply-spin-us", reply_spin_us,
+         "Microseconds to look for a server's reply, yielding the core between looks, before "
+         "sleeping until it comes: a quick reply then costs no wake-up of a sleeping thread (0: sleep "
+         "at once, for a machine whose cores are all busy or CPU time is rationed)")
+      ->default_val(reply_spin_us)
+      ->check(CLI::Range(int64_t{0}, int64_t{10000}));
   app.add_option("--connect-timeout", connect_timeout_s, "Seconds to keep trying to reach the scheduler")
       ->default_val(connect_timeout_s)
       ->check(CLI::Range(0.1, 86400.0));
@@ -120,6 +128,7 @@ int main(int argc, char** argv) {
   if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());
   options.curve = *keys;
   options.overlap = !no_overlap;
+  options.reply_spin = std::chrono::microseconds(reply_spin_us);
   options.data_cache = data_cache == "off" ? "" : data_cache;
   options.data_cache_limit_bytes = hetps::ParseDataCacheLimit(data_cache_limit).value();
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));

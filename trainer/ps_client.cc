@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "common/check.h"
 #include "common/dtype.h"
@@ -105,7 +106,16 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   auto last_progress = Clock::now();
   while (remaining > 0) {
     // The control channel heartbeats on its own thread; this loop only looks at how it stands.
-    auto readable = PollReadable(polled, std::chrono::milliseconds(100));
+    auto readable = PollReadable(polled, std::chrono::milliseconds(0));
+    const auto spin_end = Clock::now() + options_.reply_spin;
+    while (std::find(readable.begin(), readable.end(), true) == readable.end()) {
+      if (Clock::now() >= spin_end) {
+        readable = PollReadable(polled, std::chrono::milliseconds(100));
+        break;
+      }
+      std::this_thread::yield();
+      readable = PollReadable(polled, std::chrono::milliseconds(0));
+    }
     HETPS_RETURN_IF_ERROR(control_->Check());
     if (control_->paused() != 0)
       return Status::Unavailable("the scheduler paused the job (a server was lost)");

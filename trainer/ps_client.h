@@ -30,6 +30,11 @@ class PsClient {
  public:
   struct Options {
     std::chrono::milliseconds request_timeout{120000};  // a server silent this long is an error
+    // Before sleeping until a reply comes, look for one this long, yielding the core between
+    // looks: a reply that comes within it is taken without waking a sleeping thread, which costs
+    // tens of microseconds when the cores are idle (a small push-pull's round trip halves,
+    // benchmarks/README.md, "Round trips of small models"). 0: sleep at once.
+    std::chrono::microseconds reply_spin{100};
     wire::DType wire_dtype = wire::DType::F32;          // gradients sent and weights asked for: F32,
                                                         // BF16 or F16
     // A streamed step sends a server's ready partitions once they hold at least this many

@@ -324,6 +324,7 @@ Status Trainer::Session::ConnectToServers() {
           .WithContext("shard map"));
   client_options.curve = options_.curve;
   client_options.request_timeout = job_.request_timeout;
+  client_options.reply_spin = options_.reply_spin;
   client_options.routing_id = job_.data_token;
   client_options.wire_dtype = wire_map->wire_dtype();
   if (wire_map->max_message_bytes() > 0) {

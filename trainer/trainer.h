@@ -54,6 +54,8 @@ struct TrainerOptions {
   // the weights (each on a batch of the trainer's size), and carries their samples' mean
   // gradient; for a machine whose transfers outlast its step (StepRunner::Options::local_steps).
   uint32_t local_steps = 1;
+  // How long to look for a server's reply before sleeping until it comes (PsClient::Options).
+  std::chrono::microseconds reply_spin{100};
   // Where copies between the device and the host run. Empty (the default): the device's own copy
   // stream, none on the CPU. Tests give a fake to run the GPU data path on the CPU or to make a
   // copy fail as a failing GPU would.
