@@ -97,6 +97,24 @@ Status PsClient::SendToAll(const std::function<void(uint32_t, Message*)>& build)
   return Status::Ok();
 }
 
+namespace {
+
+// Which of `sockets` have a message: looks for one for up to `spin`, yielding the core between
+// looks, so that a quick reply is taken without waking a sleeping thread; then sleeps for up to
+// `timeout` until one comes.
+std::vector<bool> AwaitReadable(const std::vector<zmq::socket_t*>& sockets, std::chrono::microseconds spin,
+                                std::chrono::milliseconds timeout) {
+  const auto spin_end = std::chrono::steady_clock::now() + spin;
+  while (true) {
+    auto readable = PollReadable(sockets, std::chrono::milliseconds(0));
+    if (std::find(readable.begin(), readable.end(), true) != readable.end()) return readable;
+    if (std::chrono::steady_clock::now() >= spin_end) return PollReadable(sockets, timeout);
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
 Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std::vector<size_t> replies,
                               const std::function<Status(uint32_t, const Message&)>& accept) {
   using Clock = std::chrono::steady_clock;
@@ -106,16 +124,7 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   auto last_progress = Clock::now();
   while (remaining > 0) {
     // The control channel heartbeats on its own thread; this loop only looks at how it stands.
-    auto readable = PollReadable(polled, std::chrono::milliseconds(0));
-    const auto spin_end = Clock::now() + options_.reply_spin;
-    while (std::find(readable.begin(), readable.end(), true) == readable.end()) {
-      if (Clock::now() >= spin_end) {
-        readable = PollReadable(polled, std::chrono::milliseconds(100));
-        break;
-      }
-      std::this_thread::yield();
-      readable = PollReadable(polled, std::chrono::milliseconds(0));
-    }
+    auto readable = AwaitReadable(polled, options_.reply_spin, std::chrono::milliseconds(100));
     HETPS_RETURN_IF_ERROR(control_->Check());
     if (control_->paused() != 0)
       return Status::Unavailable("the scheduler paused the job (a server was lost)");
