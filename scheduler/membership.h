@@ -43,6 +43,10 @@ struct TrainerProgress {
   double wait_seconds = 0;
   uint64_t bytes_pushed = 0;
   uint64_t bytes_pulled = 0;
+  // Steps per second between its last two reports, as the scheduler received them: its
+  // samples per second over its batch would count steps at an old batch as at the new one.
+  double steps_per_second = 0;
+  std::chrono::steady_clock::time_point reported_at{};
   double ComputeSamplesPerSecond() const { return timed_seconds > 0 ? timed_samples / timed_seconds : 0; }
   double PaceSamplesPerSecond() const { return paced_seconds > 0 ? timed_samples / paced_seconds : 0; }
 };

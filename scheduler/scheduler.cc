@@ -254,6 +254,14 @@ void Scheduler::Handle(Message message) {
                           p->wait_seconds(),
                           p->bytes_pushed(),
                           p->bytes_pulled()};
+      member->progress.reported_at = Clock::now();
+      member->progress.steps_per_second = before.steps_per_second;
+      if (before.reported_at != Clock::time_point{} && p->clock() > before.clock) {
+        const double seconds =
+            std::chrono::duration<double>(member->progress.reported_at - before.reported_at).count();
+        if (seconds > 0)
+          member->progress.steps_per_second = static_cast<double>(p->clock() - before.clock) / seconds;
+      }
       if (balancer_) {
         balancer_->Observe(member->rank, p->timed_samples(), PacedSeconds(*p), p->timed_steps());
         MaybeRebalance();

@@ -76,7 +76,9 @@ uint64_t Scheduler::StepAhead(double lead_seconds) {
   double steps_per_second = 0;
   for (Member* t : members_.Training()) {
     newest_clock = std::max(newest_clock, t->progress.clock);
-    if (t->progress.batch_size > 0) {
+    if (t->progress.steps_per_second > 0) {
+      steps_per_second = std::max(steps_per_second, t->progress.steps_per_second);
+    } else if (t->progress.batch_size > 0) {  // one report so far
       steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
     }
   }
