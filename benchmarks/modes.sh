@@ -11,8 +11,8 @@
 # cores, 1 : 0.25), home-slowlink (home with the slow machine on 100 Mbit), stalls (equal, the
 # laptop frozen 4 s of every 15 s) and, when named, stalls-remote (stalls with the server on a third
 # machine, so that both trainers keep one pace between stalls) and stalls-short (stalls-remote's
-# machines, the laptop frozen 0.6 s of every 5 s: a stall an ssp bound covers). With --local only equal (--slowdown
-# 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
+# machines, the laptop frozen 0.6 s of every 5 s: a stall an ssp bound covers). With --local only
+# equal (--slowdown 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
 # (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
 # speed, async, async whole (async_batch: whole with the staleness-aware rate), async local (async
 # whole with 8 local steps on every machine but the fast one: hetps-trainer --local-steps), ssp
