@@ -13,6 +13,20 @@
 namespace hetps {
 namespace {
 
+// The staleness-aware rate's weight for the gradient of a push applied `staleness` versions after
+// the weights it was computed on, carrying `batch_share` of the global batch: 1 / (1 + the global
+// batches applied since), counting the pushes in between as of this one's size (a whole global
+// batch at most). Two trainers of one pace that push whole batches push at staleness 1, and at
+// full weight each would be a whole step on weights a step old; at 1/2 they step per round as
+// far as a sync round's average of their two gradients. Pushes of a share of the batch (1/N of
+// it for N trainers) already step by their share, and count the others' in between at theirs.
+// The weight goes on the gradient, not the step: with momentum, dividing the step would shrink
+// the fresh gradients the buffer holds and let this one through at full weight into every later
+// step.
+float StalenessWeight(uint64_t staleness, float batch_share) {
+  return 1.0f / (1.0f + static_cast<float>(staleness) * std::min(1.0f, batch_share));
+}
+
 std::string PartitionName(const ShardMap& map, uint32_t id) {
   const PartitionInfo& p = map.partitions()[id];
   return "partition " + std::to_string(id) + " (" + map.tensors()[p.tensor].name + "[" +
@@ -316,12 +330,9 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     uint64_t& partition_clock = slot.trainer_clocks[trainer];
     partition_clock = std::max(partition_clock, push.clock() + 1);
     if (!sync) {
-      // The staleness-aware rate weights the gradient, not the step: with momentum, dividing the
-      // step would shrink the fresh gradients the buffer holds and let this one through at full
-      // weight into every later step.
-      const bool stale = options_.staleness_aware_lr && partition_staleness > 1;
-      PostStep(slot, grad, dtype, stale ? 1.0f / static_cast<float>(partition_staleness) : 1.0f, batch_share,
-               Optimizer::Share::kSamples, frames, tally);
+      const float weight =
+          options_.staleness_aware_lr ? StalenessWeight(partition_staleness, batch_share) : 1.0f;
+      PostStep(slot, grad, dtype, weight, batch_share, Optimizer::Share::kSamples, frames, tally);
       continue;
     }
     if (automatic && slot.pushed.empty() && slot.round < push.clock()) {

@@ -117,8 +117,8 @@ int main(int argc, char** argv) {
                  "ssp: how many clocks a trainer may run ahead of the slowest live one")
       ->check(CLI::Range(0, 10000));
   app.add_option("--staleness-aware-lr", o.staleness_aware_lr,
-                 "async, ssp: divide each push's gradient by its staleness (true | false; default "
-                 "false, true in mode auto)");
+                 "async, ssp: divide each push's gradient by 1 + its staleness, in pushes of its "
+                 "size (true | false; default false, true in mode auto)");
   app.add_option("--balance", o.balance,
                  "sync: split the global batch evenly (none) or by measured trainer speed (speed)")
       ->check(CLI::IsMember({"none", "speed"}));

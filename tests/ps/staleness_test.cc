@@ -39,7 +39,7 @@ std::unique_ptr<Shard> SspShard(const ShardMap& map, uint32_t staleness) {
 
 }  // namespace
 
-CATCH_TEST_CASE("The staleness-aware rate divides each step by the push's staleness",
+CATCH_TEST_CASE("The staleness-aware rate divides each step by the pushes it comes after, itself included",
                 "[ps][shard][staleness]") {
   const ShardMap map = TestMap();
   for (bool aware : {false, true}) {
@@ -50,14 +50,17 @@ CATCH_TEST_CASE("The staleness-aware rate divides each step by the push's stalen
       Floats expected = Ramp(1, 0.5f);
       CATCH_REQUIRE(InitBoth(*shard, expected).ok());
       const Floats g = Ramp(0.25f, -0.125f);
-      // Staleness 0 (version 0 is current), then 1, then 3: the step is lr, lr, then lr / 3.
+      // Staleness 0 (version 0 is current), then 1, 2 and 3: the step is lr, then lr / 2, lr / 3
+      // and lr / 4 (a push that comes after s others since its weights counts as one of s + 1).
       struct Case {
         uint32_t trainer;
         uint64_t version;
         float scale;
       };
-      const std::vector<Case> cases = {
-          {0, 0, 1.0f}, {1, 0, 1.0f}, {2, 0, aware ? 0.5f : 1.0f}, {0, 0, aware ? 1.0f / 3 : 1.0f}};
+      const std::vector<Case> cases = {{0, 0, 1.0f},
+                                       {1, 0, aware ? 0.5f : 1.0f},
+                                       {2, 0, aware ? 1.0f / 3 : 1.0f},
+                                       {0, 0, aware ? 0.25f : 1.0f}};
       uint64_t clock = 0;
       for (const Case& c : cases) {
         CATCH_REQUIRE(PushAt(*shard, c.trainer, clock++, c.version, g).ok());
@@ -87,7 +90,7 @@ CATCH_TEST_CASE("With momentum, the staleness-aware rate divides the stale gradi
   const Floats stale = Ramp(-0.5f, 0.75f);
   // Trainer 0 steps three times on current weights; trainer 1 then pushes a gradient computed on
   // version 0 (staleness 3), and trainer 0 steps once more on current weights. The buffer takes
-  // the stale gradient at a third of its weight, and every step moves by the full rate: a stale
+  // the stale gradient at a quarter of its weight, and every step moves by the full rate: a stale
   // push does not shrink the fresh gradients the buffer holds, nor does its own gradient reach
   // later steps at full weight.
   Floats buffer(fresh.size(), 0.0f);
@@ -102,7 +105,7 @@ CATCH_TEST_CASE("With momentum, the staleness-aware rate divides the stale gradi
     step(fresh, 1.0f, clock == 0);
   }
   CATCH_REQUIRE(PushAt(*shard, 1, 0, 0, stale).ok());
-  step(stale, 1.0f / 3, false);
+  step(stale, 0.25f, false);
   CATCH_CHECK(WeightsOf(*shard, 0) == expected);
   CATCH_REQUIRE(PushAt(*shard, 0, 3, shard->stats().version, fresh).ok());
   step(fresh, 1.0f, false);
@@ -111,24 +114,29 @@ CATCH_TEST_CASE("With momentum, the staleness-aware rate divides the stale gradi
   CATCH_CHECK(shard->stats().staleness_max == 3);
 }
 
-CATCH_TEST_CASE("An async push steps by its share of the global batch", "[ps][shard][staleness]") {
+CATCH_TEST_CASE(
+    "An async push steps by its share of the global batch, and counts the pushes since at its size",
+    "[ps][shard][staleness]") {
   const ShardMap map = TestMap();
   auto shard = MakeShard(map, ConsistencyMode::kAsync, [](Shard::Options& o) {
-    o.global_batch_size = 32;
+    o.global_batch_size = 16;
     o.staleness_aware_lr = true;
   });
   shard->SetLiveTrainers({0, 1, 2});
   Floats expected = Ramp(1, 0.5f);
   CATCH_REQUIRE(InitBoth(*shard, expected).ok());
   const Floats g = Ramp(0.25f, -0.125f);
-  // PushAt sends 8 samples: a quarter of the global batch; then staleness 2 halves that again.
+  // PushAt sends 8 samples: half the global batch. Two fresh pushes step by half the rate each;
+  // then a push two versions stale has a global batch applied since its weights (two pushes of
+  // its size) and counts as one of two: a quarter of the rate.
   CATCH_REQUIRE(PushAt(*shard, 0, 0, 0, g).ok());
-  expected = SgdStep(expected, g, 0.25f);
+  CATCH_REQUIRE(PushAt(*shard, 1, 0, 1, g).ok());
+  expected = SgdStep(SgdStep(expected, g, 0.5f), g, 0.5f);
   CATCH_CHECK(WeightsOf(*shard, 0) == expected);
-  CATCH_REQUIRE(PushAt(*shard, 1, 0, 0, g).ok());
   CATCH_REQUIRE(PushAt(*shard, 2, 0, 0, g).ok());
-  expected = SgdStep(SgdStep(expected, g, 0.25f), g, 0.25f / 2);
+  expected = SgdStep(expected, g, 0.25f);
   CATCH_CHECK(WeightsOf(*shard, 2) == expected);
+  CATCH_CHECK(shard->stats().staleness_max == 2);
 }
 
 CATCH_TEST_CASE("A push computed on a version the shard has not reached is refused",
