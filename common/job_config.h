@@ -68,6 +68,9 @@ struct AutoModeOptions {
   double sync_min_speed_ratio = 0.5;   // steady trainers sync when slowest / fastest speed is at
                                        // least this, and go async below it
   uint32_t max_staleness = 32;         // the largest ssp bound it chooses
+  double async_min_transfer_share = 0.8;  // with whole batches in async, trainers whose steps of
+                                          // the whole batch are at least this much outside
+                                          // compute (their transfers) go async
   double stall_memory_seconds = 60;    // a trainer's stall counts this long after it ended
 };
 

@@ -19,7 +19,7 @@ ModeChooser::ModeChooser(Options options, double progress_interval_seconds)
     : options_(options), progress_interval_seconds_(progress_interval_seconds) {}
 
 void ModeChooser::Observe(uint32_t rank, double now_seconds, double samples, double steps,
-                          double paced_seconds) {
+                          double paced_seconds, double compute_seconds) {
   std::deque<Report>& reports = reports_[rank];
   std::deque<Stall>& stalls = stalls_[rank];
   if (!reports.empty()) {
@@ -31,7 +31,7 @@ void ModeChooser::Observe(uint32_t rank, double now_seconds, double samples, dou
   while (!stalls.empty() && stalls.front().ended < now_seconds - options_.stall_memory_seconds) {
     stalls.pop_front();
   }
-  reports.push_back(Report{now_seconds, samples, steps, paced_seconds});
+  reports.push_back(Report{now_seconds, samples, steps, paced_seconds, compute_seconds});
   while (reports.size() > options_.window_reports) reports.pop_front();
 }
 
@@ -45,7 +45,7 @@ std::vector<ModeChooser::TrainerMeasure> ModeChooser::Measures() const {
   for (const auto& [rank, reports] : reports_) {
     TrainerMeasure m;
     m.rank = rank;
-    double samples = 0, steps = 0, seconds = 0;
+    double samples = 0, steps = 0, seconds = 0, compute = 0;
     std::vector<double> speeds;
     if (auto it = stalls_.find(rank); it != stalls_.end()) {
       for (const Stall& s : it->second)
@@ -56,12 +56,18 @@ std::vector<ModeChooser::TrainerMeasure> ModeChooser::Measures() const {
       samples += r.samples;
       steps += r.steps;
       seconds += r.seconds;
+      compute += std::min(r.compute, r.seconds);
       speeds.push_back(r.samples / r.seconds);
     }
     m.reports = speeds.size();
     if (seconds > 0) {
       m.samples_per_second = samples / seconds;
       m.steps_per_second = steps / seconds;
+    }
+    if (options_.global_batch > 0 && steps > 0 && compute > 0) {
+      const double outside_per_step = (seconds - compute) / steps;
+      const double whole_batch_compute = compute / samples * options_.global_batch;
+      m.transfer_share = outside_per_step / (outside_per_step + whole_batch_compute);
     }
     if (speeds.size() >= 2 && m.samples_per_second > 0) {
       double mean = 0;
@@ -108,7 +114,40 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
   const std::string stalled = "a trainer stalled for " + Fixed(stall, 1) +
                               " s (the longest stall in the last " + Fixed(options.stall_memory_seconds, 0) +
                               " s)";
-  if (stall > 0 || most_variable->variation > options.steady_variation) {
+  const bool unsteady = stall > 0 || most_variable->variation > options.steady_variation;
+  // Stalls and varying speeds need nothing async does not give: the others go on either way.
+  const std::string unsteady_too =
+      !unsteady ? ""
+      : stall > 0
+          ? "; " + stalled + ", which async lets the others run through"
+          : "; trainer " + std::to_string(most_variable->rank) + "'s speed varies by " +
+                Fixed(100 * most_variable->variation, 0) + "%, which async lets the others run through";
+  if (ratio < options.sync_min_speed_ratio) {
+    d.mode = ConsistencyMode::kAsync;
+    d.reason = "far apart: " + speeds + " (below " + Fixed(options.sync_min_speed_ratio, 2) +
+               "); a round would wait for the slow trainer's fixed costs for a small share of the batch, and "
+               "an ssp bound would hold the others for a trainer always behind" +
+               unsteady_too;
+    return d;
+  }
+  if (options.async_whole) {
+    const TrainerMeasure* least = measured[0];
+    for (const TrainerMeasure* t : measured) {
+      if (t->transfer_share < least->transfer_share) least = t;
+    }
+    if (least->transfer_share >= options.async_min_transfer_share) {
+      d.mode = ConsistencyMode::kAsync;
+      d.reason =
+          "steps mostly transfers: of a step of the whole batch (" + std::to_string(options.global_batch) +
+          " samples) at least " + Fixed(100 * least->transfer_share, 0) + "% is outside compute (trainer " +
+          std::to_string(least->rank) + "); " + speeds +
+          "; a sync round would pay every trainer's transfers of the model for its share of the batch, "
+          "async with whole batches once per batch" +
+          unsteady_too;
+      return d;
+    }
+  }
+  if (unsteady) {
     // Enough slack for the fastest trainer to run through the longest stall seen (or a second
     // of a varying speed) without waiting.
     const double slack_seconds = std::max(stall, 1.0);
@@ -132,16 +171,9 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
                Fixed(slack_seconds, 1) + " s";
     return d;
   }
-  if (ratio >= options.sync_min_speed_ratio) {
-    d.mode = ConsistencyMode::kSync;
-    d.reason = "steady speeds within " + Fixed(options.sync_min_speed_ratio, 2) +
-               " of each other: " + speeds +
-               "; balanced rounds lose little to waiting and nothing to staleness";
-    return d;
-  }
-  d.mode = ConsistencyMode::kAsync;
-  d.reason = "steady but far apart: " + speeds + " (below " + Fixed(options.sync_min_speed_ratio, 2) +
-             "); a round would wait for the slow trainer's fixed costs for a small share of the batch";
+  d.mode = ConsistencyMode::kSync;
+  d.reason = "steady speeds within " + Fixed(options.sync_min_speed_ratio, 2) + " of each other: " + speeds +
+             "; balanced rounds lose little to waiting and nothing to staleness";
   return d;
 }
 

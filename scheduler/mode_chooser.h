@@ -2,17 +2,21 @@
 // progress reports (samples per second by pace: compute and the trainer's own transfers, without
 // the servers' hold for other trainers; Progress.paced_seconds) and the gaps between them,
 // and decides which consistency mode suits the trainers as measured:
-//   - a trainer whose speed varies (relative spread of its report speeds above
+//   - trainers further apart than `sync_min_speed_ratio`, or (with whole batches in async)
+//     whose steps of the whole global batch are mostly their own transfers
+//     (`async_min_transfer_share`): async, stalls or not. A round would wait for the slow
+//     trainer's fixed costs for a small share of the batch, or pay every trainer's transfers of
+//     the model for its share where async pays them once per batch; and an ssp bound would hold
+//     the fast trainers for a slow one that is always behind, or do nothing async does not;
+//   - otherwise, a trainer whose speed varies (relative spread of its report speeds above
 //     `steady_variation`) or that stalled (a gap between reports of more than `stall_factor`
 //     progress intervals, remembered for `stall_memory_seconds`, so that a machine stalling every
 //     so often counts as stalling between its stalls too): ssp, with a bound of as many of the
 //     fastest trainer's steps as the longest stall remembered lasted (at least 2, at most
 //     `max_staleness`; async when the stall needs more), so that a transient straggler costs the
 //     others nothing unless it stalls longer;
-//   - steady trainers whose speeds are within `sync_min_speed_ratio` of each other: balanced
-//     sync (one averaged update per round, no staleness; the balancer evens out the rest);
-//   - steady trainers further apart: async, since a round then waits for the slow trainer's
-//     fixed costs (its transfer of the whole model each round) for a small share of the batch.
+//   - and otherwise balanced sync (one averaged update per round, no staleness; the balancer
+//     evens out the rest).
 // Every decision carries its reason, with the figures it rests on. Plain logic, owned by the
 // scheduler's loop thread; time is passed in, so tests drive it with made-up reports.
 #pragma once
@@ -36,6 +40,12 @@ class ModeChooser {
     double steady_variation = 0.3;       // relative spread of report speeds above which a trainer is variable
     double stall_factor = 3;             // a gap of this many progress intervals is a stall
     double sync_min_speed_ratio = 0.5;   // slowest / fastest speed from which steady trainers sync
+    // Whether async and ssp phases give each trainer the whole global batch (async_batch: whole),
+    // and that batch; with them, trainers whose step of the whole batch is at least
+    // `async_min_transfer_share` their own transfers (and other time outside compute) go async.
+    bool async_whole = false;
+    uint32_t global_batch = 0;
+    double async_min_transfer_share = 0.8;
     uint32_t max_staleness = 32;
     double stall_memory_seconds = 60;  // a stall counts this long after it ended
     size_t window_reports = 12;        // reports kept per trainer
@@ -62,6 +72,10 @@ class ModeChooser {
     uint32_t rank = 0;
     double samples_per_second = 0;     // pace over the window
     double steps_per_second = 0;       // at its current batch
+    // Of its step at the whole global batch, the part outside compute (its transfers, batch
+    // assembly): the time per step outside compute over that plus compute per sample times the
+    // global batch. 0 when unknown.
+    double transfer_share = 0;
     double variation = 0;              // relative standard deviation of its reports' speeds
     double longest_stall_seconds = 0;  // longest stall remembered (0: none)
     size_t reports = 0;
@@ -70,8 +84,10 @@ class ModeChooser {
   ModeChooser(Options options, double progress_interval_seconds);
 
   // Trainer `rank` reported at `now_seconds` (any fixed origin) `samples` trained in `steps`
-  // steps taking `paced_seconds`. Reports without that time only count as a sign of life.
-  void Observe(uint32_t rank, double now_seconds, double samples, double steps, double paced_seconds);
+  // steps taking `paced_seconds`, `compute_seconds` of them in compute. Reports without a paced
+  // time only count as a sign of life.
+  void Observe(uint32_t rank, double now_seconds, double samples, double steps, double paced_seconds,
+               double compute_seconds);
   void Forget(uint32_t rank);
   std::vector<TrainerMeasure> Measures() const;
 
@@ -85,7 +101,7 @@ class ModeChooser {
 
  private:
   struct Report {
-    double at = 0, samples = 0, steps = 0, seconds = 0;
+    double at = 0, samples = 0, steps = 0, seconds = 0, compute = 0;
   };
   struct Stall {
     double ended = 0, seconds = 0;

@@ -50,6 +50,9 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     rule.sync_min_speed_ratio = job_.auto_mode.sync_min_speed_ratio;
     rule.max_staleness = job_.auto_mode.max_staleness;
     rule.stall_memory_seconds = job_.auto_mode.stall_memory_seconds;
+    rule.async_whole = AsyncBatchOf(job_) == AsyncBatch::kWhole;
+    rule.global_batch = job_.global_batch_size;
+    rule.async_min_transfer_share = job_.auto_mode.async_min_transfer_share;
     chooser_.emplace(rule, job_.progress_interval_ms / 1000.0);
     auto_rule_.mode = ConsistencyMode::kAsync;
     auto_rule_.reason = "the start: async while the trainers are measured";

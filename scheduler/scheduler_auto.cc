@@ -61,7 +61,7 @@ void Scheduler::ObserveForAuto(const Member& trainer, const wire::Progress& prog
   }
   chooser_->Observe(trainer.rank, SecondsSince(training_started_),
                     static_cast<double>(progress.timed_samples()), progress.timed_steps(),
-                    PacedSeconds(progress));
+                    PacedSeconds(progress), progress.timed_seconds());
   MaybeSwitchMode();
 }
 
@@ -84,9 +84,14 @@ void Scheduler::MaybeSwitchMode() {
   const uint64_t all = chunks_.samples() * chunks_.epochs();
   const uint64_t left = all - std::min(all, chunks_.completed_samples());
   if (left < 2 * static_cast<uint64_t>(job_.chunk_samples) * training.size()) return;
+  const bool first_look = auto_last_look_ == Clock::time_point{};
   auto_last_look_ = Clock::now();
   ModeChooser::Decision decision = ModeChooser::Decide(chooser_->Measures(), options);
   if (decision.SameRule(auto_rule_)) {
+    if (first_look) {  // the start's rule stays: say why, once
+      HETPS_LOG(INFO) << "mode auto: staying " << RuleName(auto_rule_) << ": " << decision.reason;
+      summary_.mode_decisions.front().reason += "; kept at the first look: " + decision.reason;
+    }
     auto_candidate_.reset();
     return;
   }

@@ -63,6 +63,8 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"checkpoint: /tmp/x\n", {"checkpoint", "expected a map"}},
       {"mode: ssp\nbalance: speed\n", {"balance: speed needs mode sync, not ssp"}},
       {"auto:\n  sync_min_speed_ratio: 1.5\n", {"job.yaml:2: auto.sync_min_speed_ratio", "1.5", "[0, 1]"}},
+      {"auto:\n  async_min_transfer_share: -0.1\n",
+       {"job.yaml:2: auto.async_min_transfer_share", "-0.1", "[0, 1]"}},
       {"auto:\n  max_staleness: 1\n", {"job.yaml:2: auto.max_staleness", "1", "2..10000"}},
       {"auto:\n  stall_memory_seconds: 0\n", {"job.yaml:2: auto.stall_memory_seconds", "0", "[1, 86400]"}},
       {"auto:\n  bound: 3\n", {"job.yaml:2: auto.bound", "unknown key", "measure_seconds"}},

@@ -21,7 +21,8 @@ CATCH_TEST_CASE("mode: auto takes its rule from the auto section, and balance: s
                 "[common][job_config]") {
   const JobOptions o = ParseOrFail(
       "mode: auto\nbalance: speed\nauto:\n  measure_seconds: 5\n  steady_variation: 0.5\n"
-      "  sync_min_speed_ratio: 0.4\n  max_staleness: 12\n  stall_memory_seconds: 90\n");
+      "  sync_min_speed_ratio: 0.4\n  max_staleness: 12\n  stall_memory_seconds: 90\n"
+      "  async_min_transfer_share: 0.7\n");
   CATCH_CHECK(o.mode == ConsistencyMode::kAuto);
   CATCH_CHECK(o.auto_mode.measure_seconds == 5);
   CATCH_CHECK(o.auto_mode.decide_interval_seconds == 4);
@@ -29,10 +30,12 @@ CATCH_TEST_CASE("mode: auto takes its rule from the auto section, and balance: s
   CATCH_CHECK(o.auto_mode.sync_min_speed_ratio == 0.4);
   CATCH_CHECK(o.auto_mode.max_staleness == 12);
   CATCH_CHECK(o.auto_mode.stall_memory_seconds == 90);
+  CATCH_CHECK(o.auto_mode.async_min_transfer_share == 0.7);
   const JobOptions again = ParseOrFail(JobOptionsToYaml(o));
   CATCH_CHECK(again.auto_mode.sync_min_speed_ratio == 0.4);
   CATCH_CHECK(again.auto_mode.max_staleness == 12);
   CATCH_CHECK(again.auto_mode.stall_memory_seconds == 90);
+  CATCH_CHECK(again.auto_mode.async_min_transfer_share == 0.7);
   CATCH_CHECK(ToWire(ConsistencyMode::kAuto) == wire::Mode::Auto);
   CATCH_CHECK(FromWire(wire::Mode::Auto) == ConsistencyMode::kAuto);
 }

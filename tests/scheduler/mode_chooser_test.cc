@@ -20,9 +20,13 @@ ModeChooser::TrainerMeasure Measure(uint32_t rank, double speed, double steps, d
   return m;
 }
 
-// Reports every 0.5 s of `speed` samples/s in steps of `batch`, from `from` to `to` seconds.
-void Feed(ModeChooser& chooser, uint32_t rank, double from, double to, double speed, double batch) {
-  for (double t = from; t < to; t += 0.5) chooser.Observe(rank, t, speed * 0.5, speed * 0.5 / batch, 0.5);
+// Reports every 0.5 s of `speed` samples/s in steps of `batch`, from `from` to `to` seconds,
+// `compute` of each step's time in compute (the rest its transfers).
+void Feed(ModeChooser& chooser, uint32_t rank, double from, double to, double speed, double batch,
+          double compute = 1) {
+  for (double t = from; t < to; t += 0.5) {
+    chooser.Observe(rank, t, speed * 0.5, speed * 0.5 / batch, 0.5, 0.5 * compute);
+  }
 }
 
 }  // namespace
@@ -64,7 +68,7 @@ CATCH_TEST_CASE("A stall longer than any ssp bound may cover makes it async", "[
   options.max_staleness = 32;
   // 4 s of a fastest trainer at 100 steps/s is 400 steps: ssp with 32 would hold it through most
   // of every stall.
-  auto d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
+  auto d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 2900, 90, 0.05, 4.0)}, options);
   CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
   CATCH_CHECK(
       d.reason.find("stalled for 4.0 s (the longest stall in the last 60 s), 400 of the fastest's steps") !=
@@ -72,14 +76,57 @@ CATCH_TEST_CASE("A stall longer than any ssp bound may cover makes it async", "[
   CATCH_CHECK(d.reason.find("auto.max_staleness 32") != std::string::npos);
   // With a cap that covers it, the same measures make it ssp with the bound.
   options.max_staleness = 400;
-  d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
+  d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 2900, 90, 0.05, 4.0)}, options);
   CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
   CATCH_CHECK(d.staleness == 400);
+  // Trainers far apart go async whatever the stall: a bound would hold the fast one for a slow
+  // one that is always behind.
+  d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 700, 22, 0.05, 4.0)}, options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("far apart") != std::string::npos);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s") != std::string::npos);
   // A varying speed without a stall still takes the capped bound (a second of steps).
   options.max_staleness = 32;
   d = ModeChooser::Decide({Measure(0, 3200, 100), Measure(1, 2900, 90, 0.6)}, options);
   CATCH_CHECK(d.mode == ConsistencyMode::kSsp);
   CATCH_CHECK(d.staleness == 32);
+}
+
+CATCH_TEST_CASE("Trainers whose steps of the whole batch are mostly transfers go async with whole batches",
+                "[scheduler][auto]") {
+  ModeChooser::Options whole;
+  whole.async_whole = true;
+  whole.global_batch = 64;
+  // Two trainers of one speed, 64 samples a step, a tenth of each step in compute: of a step of
+  // the whole batch, 90% is transfers.
+  ModeChooser chooser(whole, 0.5);
+  Feed(chooser, 0, 0, 5, 1000, 64, 0.1);
+  Feed(chooser, 1, 0, 5, 950, 64, 0.1);
+  auto measures = chooser.Measures();
+  CATCH_CHECK(measures[0].transfer_share == Approx(0.9));
+  auto d = ModeChooser::Decide(measures, whole);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("at least 90% is outside compute") != std::string::npos);
+  // Measured at half the batch (a sync share), the same costs give the same share: the time
+  // outside compute is per step, compute per sample.
+  ModeChooser shares(whole, 0.5);
+  Feed(shares, 0, 0, 5, 32 / 0.0608, 32, 0.0032 / 0.0608);  // 57.6 ms outside compute, 3.2 in it
+  CATCH_CHECK(shares.Measures()[0].transfer_share == Approx(0.9));
+  // A stall changes nothing: async lets the others run through it.
+  Feed(chooser, 0, 5, 9, 1000, 64, 0.1);
+  Feed(chooser, 1, 6.5, 9, 950, 64, 0.1);
+  d = ModeChooser::Decide(chooser.Measures(), whole);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("which async lets the others run through") != std::string::npos);
+  // Half compute (the CNN's steps on stalls-short.yaml are about that): balanced sync.
+  ModeChooser compute(whole, 0.5);
+  Feed(compute, 0, 0, 5, 1000, 64, 0.5);
+  Feed(compute, 1, 0, 5, 950, 64, 0.5);
+  CATCH_CHECK(ModeChooser::Decide(compute.Measures(), whole).mode == ConsistencyMode::kSync);
+  // Async on shares pays the transfers per share too: balanced sync.
+  ModeChooser::Options share = whole;
+  share.async_whole = false;
+  CATCH_CHECK(ModeChooser::Decide(measures, share).mode == ConsistencyMode::kSync);
 }
 
 CATCH_TEST_CASE("ssp rules with bounds within 1.5x of each other are the same rule", "[scheduler][auto]") {
@@ -133,8 +180,8 @@ CATCH_TEST_CASE("Measures come from the reports: speed, spread and stalls", "[sc
   // A speed that alternates between 1000 and 300 varies by about 50%.
   ModeChooser varying(ModeChooser::Options{}, 0.5);
   for (int i = 0; i < 10; ++i) {
-    varying.Observe(0, i * 0.5, 500, 15, 0.5);
-    varying.Observe(1, i * 0.5, i % 2 == 0 ? 500 : 150, 5, 0.5);
+    varying.Observe(0, i * 0.5, 500, 15, 0.5, 0.5);
+    varying.Observe(1, i * 0.5, i % 2 == 0 ? 500 : 150, 5, 0.5, 0.5);
   }
   measures = varying.Measures();
   CATCH_CHECK(measures[1].variation > 0.5);
