@@ -26,10 +26,12 @@
 # evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
 # the weights after training, so they cost no training time).
 # Writes DIR/modes.md (per scenario: median and range over the seeds of the seconds to --target,
-# samples/s and final accuracy), DIR/modes.json (per scenario fast_alone_seconds_to_target,
-# best_mode, best_seconds_to_target, auto_seconds_to_target, speedup_vs_fast_alone, each a median,
-# and every run's figures and curve) and DIR/modes.png (median accuracy against time with the
-# range as a band), and keeps each run's logs and summary in DIR/modes-runs/.
+# samples/s and final accuracy, and the mean accuracy at equal training time in windows of 0.5-1,
+# 1-1.5 and 1.5-2x the fast machine alone's time to --target), DIR/modes.json (per scenario
+# fast_alone_seconds_to_target, best_mode, best_seconds_to_target, auto_seconds_to_target,
+# speedup_vs_fast_alone, each a median; per case accuracy_at_equal_time; every run's figures and
+# curve) and DIR/modes.png (median accuracy against time with the range as a band), and keeps
+# each run's logs and summary in DIR/modes-runs/.
 #   --quick            the home scenario, mlp, 10,000 samples, one seed, the cases fast alone,
 #                      slow alone, sync balanced, async and auto (a few minutes)
 #   --seeds N          runs per case (default 3)

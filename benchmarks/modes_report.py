@@ -62,6 +62,30 @@ def first_reaching(points, threshold):
     return next((p for p in points if p[2] >= threshold), None)
 
 
+def window_mean(points, start, end):
+    """The mean test accuracy of the evaluations taken in [start, end) s of training, or None."""
+    accuracies = [a for t, _, a in points if start <= t < end]
+    return statistics.mean(accuracies) if accuracies else None
+
+
+# The windows of equal training time, as multiples of the fast machine alone's time to the target:
+# a crossing of the target moves with one evaluation's noise on a flat curve, the mean accuracy
+# over a window much less.
+WINDOW_MULTIPLES = (0.5, 1.0, 1.5, 2.0)
+
+
+def equal_time_windows(case_runs, edges):
+    """Per window [a, b) of edges: the median over case_runs of each run's mean accuracy in it,
+    and how many runs had an evaluation there."""
+    out = []
+    for a, b in zip(edges, edges[1:]):
+        values = [v for v in (window_mean([(p["wall_seconds"], p["samples_trained"], p["test_accuracy"])
+                                           for p in r["curve"]], a, b) for r in case_runs) if v is not None]
+        out.append({"from_seconds": a, "to_seconds": b, "median_accuracy": median(values),
+                    "runs": len(values), "values": values})
+    return out
+
+
 def median(values):
     return statistics.median(values) if values else None
 
@@ -124,6 +148,10 @@ def scenario_figures(runs):
         })
     by_case = {c["case"]: c for c in out["cases"]}
     fast = medians.get("fast alone")
+    edges = [fast * m for m in WINDOW_MULTIPLES] if fast else []
+    for c in out["cases"]:
+        c["accuracy_at_equal_time"] = equal_time_windows(
+            [r for r in c["runs"] if r["status"] == "ok"], edges)
     # The fixed modes: not the baselines, and not auto (nor auto with other options).
     fixed = [c for c in medians if c not in BASELINES and not c.startswith("auto")]
     modes = {c: medians[c] for c in fixed if medians[c] is not None}
@@ -177,6 +205,26 @@ def markdown(scenarios, args, machine_line, date):
                 f"| {c['case']} | {len(times)}/{len(c['runs'])}{f' ({failed} failed)' if failed else ''} "
                 f"| {spread(times, 1)} | {spread([r['samples_per_second'] for r in ok], 0)} "
                 f"| {spread([r['final_test_accuracy'] for r in ok], 4)} |")
+        windows = s["cases"][0]["accuracy_at_equal_time"] if s["cases"] else []
+        if not windows:
+            continue
+        lines += [
+            "",
+            "Mean test accuracy at equal training time (each run's evaluations in the window, median "
+            f"(range) over the seeds); the windows are {', '.join(f'{m:g}' for m in WINDOW_MULTIPLES)}x "
+            f"the fast machine alone's time to {args.target:g}:",
+            "",
+            "| case | " + " | ".join(f"{w['from_seconds']:.3g}-{w['to_seconds']:.3g} s" for w in windows) + " |",
+            "| --- |" + " ---: |" * len(windows),
+        ]
+        for c in s["cases"]:
+            if c["case"] == "slow alone":
+                continue
+            cells = []
+            for w in c["accuracy_at_equal_time"]:
+                counted = len([r for r in c["runs"] if r["status"] == "ok"])
+                cells.append(spread(w["values"], 4) + ("" if w["runs"] == counted else f", {w['runs']} of {counted}"))
+            lines.append(f"| {c['case']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -17,18 +17,12 @@ import json
 import statistics
 import sys
 
-from modes_report import curve, first_reaching, spread
+from modes_report import curve, first_reaching, spread, window_mean
 
 
 def seconds_to(summary, target):
     point = first_reaching(curve(summary), target)
     return point[0] if point else None
-
-
-def window_accuracy(summary, start, end):
-    """The mean test accuracy of the evaluations taken in [start, end) s of training, or None."""
-    accuracies = [a for t, _, a in curve(summary) if start <= t < end]
-    return statistics.mean(accuracies) if accuracies else None
 
 
 def windows_table(cases, edges):
@@ -39,7 +33,7 @@ def windows_table(cases, edges):
     for case, summaries in cases.items():
         cells = []
         for a, b in bounds:
-            values = [v for v in (window_accuracy(s, a, b) for s in summaries) if v is not None]
+            values = [v for v in (window_mean(curve(s), a, b) for s in summaries) if v is not None]
             counted = "" if len(values) == len(summaries) else f", {len(values)} of {len(summaries)}"
             cells.append(spread(values, 4) + counted)
         print(f"| {case} | " + " | ".join(cells) + " |")

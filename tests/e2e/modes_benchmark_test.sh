@@ -16,7 +16,9 @@ if [[ -n $reason ]]; then
   echo "modes_benchmark_test: no cluster in a box ($reason): the --local form"
   form=(--local)
 fi
-"$root/benchmarks/modes.sh" --quick "${form[@]}" --no-build --build-dir "$build" --out "$work"
+# A target the quick job's 10,000 samples reach, so that the accuracy at equal training time
+# (windows set by the fast machine alone's time to it) is reported too.
+"$root/benchmarks/modes.sh" --quick "${form[@]}" --target 0.75 --no-build --build-dir "$build" --out "$work"
 for file in modes.md modes.json modes.png; do
   [[ -s $work/$file ]] || { echo "modes_benchmark_test: $file was not written" >&2; exit 1; }
 done
@@ -38,10 +40,23 @@ for c in home["cases"]:
 auto = [c for c in home["cases"] if c["case"] == "auto"][0]["runs"][0]
 assert auto["mode_decisions"] and auto["mode_decisions"][0]["mode"] == "async", auto["mode_decisions"]
 assert home["sum_samples_per_second"] > 0, home
+fast = home["fast_alone_seconds_to_target"]
+for c in home["cases"]:
+    windows = c["accuracy_at_equal_time"]
+    assert len(windows) == (3 if fast else 0), (c["case"], windows)
+    for w, m in zip(windows, (0.5, 1.0, 1.5)):
+        assert abs(w["from_seconds"] - m * fast) < 1e-9 and abs(w["to_seconds"] - (m + 0.5) * fast) < 1e-9, w
+if fast:  # the window from the fast machine alone's crossing holds that evaluation
+    at_crossing = [c for c in home["cases"] if c["case"] == "fast alone"][0]["accuracy_at_equal_time"][1]
+    assert at_crossing["runs"] == 1 and 0.5 < at_crossing["median_accuracy"] < 1, at_crossing
 if home["fast_alone_seconds_to_target"] and home["best_seconds_to_target"]:
     assert abs(home["speedup_vs_fast_alone"] - home["fast_alone_seconds_to_target"] /
                home["best_seconds_to_target"]) < 1e-9, home
 print("modes_benchmark_test: 5 cases ok; best", home["best_mode"], "speedup", home["speedup_vs_fast_alone"])
 PY
+# The cases' table (a header and 5 rows), and when the fast machine alone reached the target the
+# equal-time table (a header and the 4 cases other than the slow machine alone).
 rows=$(grep -c '^| [a-z]' "$work/modes.md")
-((rows == 6)) || { echo "modes_benchmark_test: expected a header and 5 rows, found $rows" >&2; exit 1; }
+expected=6
+grep -q "^Mean test accuracy at equal training time" "$work/modes.md" && expected=11
+((rows == expected)) || { echo "modes_benchmark_test: expected $expected table rows, found $rows" >&2; exit 1; }
