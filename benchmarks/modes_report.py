@@ -220,10 +220,9 @@ def markdown(scenarios, args, machine_line, date):
         for c in s["cases"]:
             if c["case"] == "slow alone":
                 continue
-            cells = []
-            for w in c["accuracy_at_equal_time"]:
-                counted = len([r for r in c["runs"] if r["status"] == "ok"])
-                cells.append(spread(w["values"], 4) + ("" if w["runs"] == counted else f", {w['runs']} of {counted}"))
+            counted = len([r for r in c["runs"] if r["status"] == "ok"])
+            cells = [spread(w["values"], 4) + ("" if w["runs"] == counted else f", {w['runs']} of {counted}")
+                     for w in c["accuracy_at_equal_time"]]
             lines.append(f"| {c['case']} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

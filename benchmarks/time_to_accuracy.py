@@ -14,7 +14,6 @@ Prints markdown tables; exits 1 when a summary cannot be read or its job failed.
 """
 import argparse
 import json
-import statistics
 import sys
 
 from modes_report import curve, first_reaching, spread, window_mean
