@@ -18,11 +18,6 @@ start_member server hetps-server
 start_member trainer-0 hetps-trainer --device cpu
 start_member trainer-1 hetps-trainer --device cpu --slowdown 10
 
-fail() {
-  echo "auto_catch_up_test: $1"
-  show_logs
-  exit 1
-}
 status=0
 wait_scheduler || status=$?
 ((status == 0)) || fail "the scheduler exited with $status"

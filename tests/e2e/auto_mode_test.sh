@@ -22,11 +22,6 @@ start_member trainer-0 hetps-trainer --device cpu
 start_member trainer-1 hetps-trainer --device cpu
 victim=$last_pid
 
-fail() {
-  echo "auto_mode_test: $1"
-  show_logs
-  exit 1
-}
 wait_for_line "$work/scheduler.log" "mode auto: .* -> sync (balanced)" 60 ||
   fail "the steady trainers were not switched to balanced sync"
 stalls=0

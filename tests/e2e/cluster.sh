@@ -69,6 +69,13 @@ show_logs() {
   done
 }
 
+# fail MESSAGE: says which test failed and why, shows the members' logs and ends the test.
+fail() {
+  echo "$(basename "$0" .sh): $*"
+  show_logs
+  exit 1
+}
+
 check_summary() {
   /usr/bin/python3 "$e2e_root/tests/e2e/check_summary.py" "$work/run.json" "$@"
 }

@@ -26,7 +26,6 @@ if ! wait_scheduler; then
 fi
 check_summary sync 1 2 0.70 "$samples"
 
-fail() { echo "FAILED: $*"; show_logs; exit 1; }
 grep -q "takes its data from the scheduler" "$work/trainer-1.log" || fail "trainer 1 did not take served data"
 grep -q "takes its data from the scheduler" "$work/trainer-0.log" && fail "trainer 0 took served data beside its files"
 corrupt=$(grep -c "failed its checksum" "$work/trainer-1.log" || true)

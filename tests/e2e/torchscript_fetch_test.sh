@@ -14,7 +14,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
 samples=6000
 
-fail() { echo "FAILED: $*"; show_logs; exit 1; }
 mkdir "$work/model"
 /usr/bin/python3 "$e2e_root/tests/e2e/torchscript_models.py" cnn "$work/model/cnn.pt"
 model="$work/model/cnn.pt"
