@@ -2,6 +2,7 @@
 // alternating blocks of the same steps on the same data in the same order.
 //
 //   hetps-bench-step [--model cnn] [--batch 64] [--threads 1] [--steps 100] [--pairs 3] [--json FILE]
+//                    [--no-overlap] [--server-threads 1]
 //
 // The hetps step is the trainer's own: StepRunner (the batch assembled, forward, backward with
 // each gradient handed to the real PsClient as backward produces it, the new weights written back
@@ -120,6 +121,8 @@ int main(int argc, char** argv) {
   hetps::KeepLargeBuffersMapped();  // first, before any thread or large buffer exists
   std::string model_name = "cnn", data_dir = "/usr/share/datasets/fashion-mnist", json_path;
   int batch = 64, steps = 100, threads = 1, pairs = 3;
+  bool no_overlap = false;
+  int server_threads = 1;
   const double lr = 0.05, momentum = 0.9;
   CLI::App app("hetps's trainer step against the plain single-process LibTorch loop.", "hetps-bench-step");
   app.add_option("--model", model_name, "mlp | cnn")->default_val(model_name);
@@ -131,6 +134,11 @@ int main(int argc, char** argv) {
   app.add_option("--pairs", pairs, "Alternating blocks of each")
       ->default_val(pairs)
       ->check(CLI::Range(1, 100));
+  app.add_flag("--no-overlap", no_overlap,
+               "Push every gradient after backward, as hetps-trainer --no-overlap");
+  app.add_option("--server-threads", server_threads, "The server's worker threads, as hetps-server --threads")
+      ->default_val(server_threads)
+      ->check(CLI::Range(1, 64));
   app.add_option("--data-dir", data_dir, "Fashion-MNIST directory")->default_val(data_dir);
   app.add_option("--json", json_path, "Also write the JSON object here");
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
@@ -149,6 +157,7 @@ int main(int argc, char** argv) {
   job.request_timeout_ms = 600000;
   hetps::ServerOptions server_options;
   server_options.bind = "inproc://hetps-bench-step-server";
+  server_options.threads = server_threads;
   hetps::testing::LocalCluster cluster(job, server_options);
   if (Status s = cluster.Start(); !s.ok()) Fail(s);
   auto model = hetps::BuildModel(model_name, 1);
@@ -165,6 +174,7 @@ int main(int argc, char** argv) {
   if (!status.ok()) Fail(status);
   hetps::StepRunner::Options step_options;
   step_options.model_name = model_name;
+  step_options.overlap = !no_overlap;
   hetps::StepRunner runner(**model, **buffers, trainer.client(), *train, torch::kCPU, step_options);
   uint64_t clock = 0;
   const int64_t n = train->size();
@@ -224,10 +234,11 @@ int main(int argc, char** argv) {
   char head[512];
   std::snprintf(
       head, sizeof(head),
-      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"steps_per_block\": %d, \"pairs\": [%s], "
+      "{\"model\": \"%s\", \"batch\": %d, \"threads\": %d, \"overlap\": %s, \"server_threads\": %d, "
+      "\"steps_per_block\": %d, \"pairs\": [%s], "
       "\"hetps_samples_per_second\": %.1f, \"plain_samples_per_second\": %.1f, \"ratio_vs_plain\": %.3f, ",
-      model_name.c_str(), batch, threads, steps, "%s", Median(hetps_rates), Median(plain_rates),
-      Median(ratios));
+      model_name.c_str(), batch, threads, no_overlap ? "false" : "true", server_threads, steps, "%s",
+      Median(hetps_rates), Median(plain_rates), Median(ratios));
   std::string json = head;
   json.replace(json.find("%s"), 2, pair_list);
   json += "\"hetps_phases_us\": " + HetpsPhasesJson(timed, hetps_seconds) +
