@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # benchmarks/run.sh NAME --quick works for every data-plane benchmark: each prints its table and
 # writes JSON with a ratio per case; scaling's also its cost model and predictions.
+# hetps-bench-step also runs without overlap and with 2 server threads.
 #   benchmarks_test.sh BUILD_DIR
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -56,3 +57,13 @@ for c in cases:
 print(f"benchmarks_test: {sys.argv[2]}: {len(cases)} cases")
 PY
 done
+
+# The step benchmark's variants run and say which they were.
+"$build/bin/hetps-bench-step" --model mlp --steps 3 --pairs 1 --no-overlap --server-threads 2 --json "$work/variant.json" \
+  > /dev/null
+/usr/bin/python3 - "$work/variant.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["overlap"] is False and d["server_threads"] == 2 and d["ratio_vs_plain"] > 0, d
+print("benchmarks_test: step without overlap, 2 server threads")
+PY
