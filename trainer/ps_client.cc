@@ -5,11 +5,27 @@
 #include <numeric>
 #include <thread>
 
+#include <ATen/Parallel.h>
+
 #include "common/check.h"
 #include "common/dtype.h"
 #include "common/transport.h"
 
 namespace hetps {
+namespace {
+
+// A reply's weights into the model, on the compute threads (idle while the step waits for the
+// weights; the copy of a large partition alone is worth spreading); one thread for a small one.
+void UnpackWeights(const void* in, size_t n, wire::DType dtype, float* out) {
+  constexpr int64_t kGrain = 64 * 1024;  // floats per thread at least
+  const auto* bytes = static_cast<const char*>(in);
+  const size_t size = DTypeSize(dtype);
+  at::parallel_for(0, static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    UnpackFloats(bytes + begin * size, static_cast<size_t>(end - begin), dtype, out + begin);
+  });
+}
+
+}  // namespace
 
 PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std::string> endpoints,
                    Sender* sender, ControlChannel* control, Options options)
@@ -215,7 +231,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
                               " bytes for partition " + std::to_string(p.id) + ", expected " +
                               std::to_string(bytes) + " (" + DTypeName(dtype) + ")");
     }
-    UnpackFloats(reply.tensors[i].data(), p.length, dtype, weights[p.tensor] + p.offset);
+    UnpackWeights(reply.tensors[i].data(), p.length, dtype, weights[p.tensor] + p.offset);
     bytes_pulled_ += bytes;
     awaiting_[id] = false;
     const uint64_t version = body->versions() && i < body->versions()->size() ? body->versions()->Get(i) : 0;
