@@ -7,6 +7,7 @@
 
 #include "checkpoint/checksum.h"
 #include "checkpoint/safetensors_dtype.h"
+#include "common/job_config.h"
 
 namespace hetps {
 namespace {
@@ -260,8 +261,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& sou
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "id", &m.id));
   HETPS_RETURN_IF_ERROR(r.String(root, "", "created_utc", &m.created_utc));
   HETPS_RETURN_IF_ERROR(r.String(root, "", "mode", &m.mode));
-  if (m.mode != "sync" && m.mode != "async" && m.mode != "ssp" && m.mode != "auto")
-    return r.Fail("mode", "'" + m.mode + "' is unknown");
+  if (!ParseMode(m.mode).ok()) return r.Fail("mode", "'" + m.mode + "' is unknown");
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "round", &m.round));
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "servers", &m.servers));
   if (m.servers == 0) return r.Fail("servers", "is 0");

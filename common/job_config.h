@@ -23,7 +23,16 @@ enum class Balance { kNone, kSpeed };
 enum class AsyncBatch { kShare, kWhole };
 
 // kAuto: the scheduler chooses sync, ssp or async while the job runs (scheduler/mode_chooser.h).
-enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto };
+// kDiloco: low-communication rounds: each trainer runs the job's optimizer on its own copy of the
+// weights for a round, the servers combine the rounds' pseudo-gradients and apply the outer
+// optimizer (docs/modes.md, "diloco").
+enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto, kDiloco };
+
+// Whether `mode` moves in rounds that wait for every live trainer (sync, diloco): checkpoints cut
+// at a round, a recovery rolls back to one, and a trainer joining starts at a later one.
+inline bool HasRounds(ConsistencyMode mode) {
+  return mode == ConsistencyMode::kSync || mode == ConsistencyMode::kDiloco;
+}
 
 // The training loss of a TorchScript model (built-in models train with cross entropy):
 // cross_entropy and nll take class labels and outputs [B, C] (logits, and log-probabilities for
@@ -35,7 +44,7 @@ Result<Loss> ParseLoss(const std::string& name);
 wire::Loss ToWire(Loss loss);
 Loss FromWire(wire::Loss loss);
 
-const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp", "auto"
+const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp", "auto", "diloco"
 const char* BalanceName(Balance balance);    // "none", "speed"
 const char* AsyncBatchName(AsyncBatch batch);  // "share", "whole"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
@@ -73,6 +82,32 @@ struct AutoModeOptions {
                                           // compute (their transfers) go async
   double stall_memory_seconds = 60;    // a trainer's stall counts this long after it ended
 };
+
+// The job file's `diloco` section: the rounds of mode: diloco (docs/job_config.md, "diloco").
+// A round lasts round_steps inner steps when that is set; otherwise round_seconds when that is
+// set; otherwise as long as the servers choose: the longest synchronisation a trainer measured
+// (pushing its pseudo-gradient and receiving the new weights) over sync_share, within
+// [min_round_seconds, max_round_seconds] (min_round_seconds until one is measured).
+struct DilocoOptions {
+  uint32_t round_steps = 0;      // inner steps per round (0..1,000,000); 0: rounds by time
+  double round_seconds = 0;      // a round's length (0..86,400 s); 0: chosen
+  double sync_share = 0.05;      // chosen: the most of a round its synchronisation may take
+  double min_round_seconds = 1;  // chosen: bounds on the length (0.01..86,400 s)
+  double max_round_seconds = 60;
+};
+
+// The diloco section as the shard map and TrainerJob carry it, and back (absent: the defaults).
+flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
+                                                     const DilocoOptions& options);
+DilocoOptions DilocoFromWire(const wire::DilocoConfig* config);
+
+// The outer optimizer's defaults for `kind`: torch's, but SGD's lr is 1. The default outer
+// optimizer, SGD with lr 1 and no momentum, is plain averaging: it applies the round's combined
+// pseudo-gradient as it is (docs/modes.md, "diloco").
+OptimizerOptions OuterOptimizerDefaults(OptimizerOptions::Kind kind);
+inline OptimizerOptions DefaultOuterOptimizer() {
+  return OuterOptimizerDefaults(OptimizerOptions::Kind::kSgd);
+}
 
 // The job file's `security` section.
 struct SecurityOptions {
@@ -113,7 +148,11 @@ struct JobOptions {
   uint32_t epochs = 1;               // 1..1000
   uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
                                      // takes an equal share (the first ones one more)
-  OptimizerOptions optimizer = DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);
+  OptimizerOptions optimizer =
+      DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);   // the
+                                                               // servers'; in diloco the trainers' inner one
+  DilocoOptions diloco;                                        // mode: diloco's rounds
+  OptimizerOptions outer_optimizer = DefaultOuterOptimizer();  // mode: diloco: the servers'
   wire::DType wire_dtype = wire::DType::F32;     // gradients and weights in flight: fp32 | bf16 |
                                                  // fp16 (the servers keep float32 master weights)
   uint64_t partition_bytes = 1u << 20;           // largest partition: 1 MiB (measured best on
@@ -177,13 +216,17 @@ AsyncBatch AsyncBatchOf(const JobOptions& options);
 // The most trainers that may take part at once: max_trainers, or trainers when it is 0.
 uint32_t MaxTrainers(const JobOptions& options);
 
+// The optimizer the servers apply: the job's, or in diloco the outer one.
+const OptimizerOptions& ServerOptimizer(const JobOptions& options);
+
 // The batch of trainer `rank` out of `trainers` when splitting `global_batch` evenly.
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank);
 
 // A trainer's batch under `mode` before any balancing by speed: trainer `rank` of `trainers` takes
 // its even share of `global_batch` (in sync a round's pushes then make one update of the global
 // batch), except in async and ssp with `async_batch: whole`, where every push is an update of its
-// own and each trainer takes all of `global_batch` (docs/modes.md).
+// own and each trainer takes all of `global_batch`, and in diloco, where each trainer's inner
+// steps take all of `global_batch` (docs/modes.md).
 uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,
                          uint32_t trainers, uint32_t rank);
 

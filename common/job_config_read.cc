@@ -32,7 +32,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"mode", ChoiceField(&o->mode, {{"sync", ConsistencyMode::kSync},
                                       {"async", ConsistencyMode::kAsync},
                                       {"ssp", ConsistencyMode::kSsp},
-                                      {"auto", ConsistencyMode::kAuto}})},
+                                      {"auto", ConsistencyMode::kAuto},
+                                      {"diloco", ConsistencyMode::kDiloco}})},
       {"staleness", u32(&o->staleness, 0, 10000)},
       {"auto", [o, source](const YAML::Node& n,
                            const std::string&) { return ReadAutoMode(n, source, &o->auto_mode); }},
@@ -50,6 +51,12 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,
                                 const std::string&) { return ReadOptimizer(n, source, &o->optimizer); }},
+      {"diloco",
+       [o, source](const YAML::Node& n, const std::string&) { return ReadDiloco(n, source, &o->diloco); }},
+      {"outer_optimizer",
+       [o, source](const YAML::Node& n, const std::string&) {
+         return ReadOptimizer(n, source, &o->outer_optimizer, "outer_optimizer", OuterOptimizerDefaults);
+       }},
       {"wire_dtype",
        ChoiceField(&o->wire_dtype,
                    {{"fp32", wire::DType::F32}, {"bf16", wire::DType::BF16}, {"fp16", wire::DType::F16}})},

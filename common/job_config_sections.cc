@@ -36,22 +36,38 @@ Status ReadDataFiles(const YAML::Node& node, const std::string& source, const st
   return ReadMap(node, source, prefix, fields);
 }
 
+// A reader of a number in [min, max] into *field.
+FieldReader BoundedDouble(double* field, double min, double max) {
+  return [field, min, max](const YAML::Node& n, const std::string& w) {
+    HETPS_RETURN_IF_ERROR(ReadDouble(n, w, field));
+    if (!(*field >= min && *field <= max)) {
+      char range[64];
+      std::snprintf(range, sizeof range, "[%g, %g]", min, max);
+      return Status::InvalidArgument(w + ": " + Scalar(n) + " is out of range " + range);
+    }
+    return Status::Ok();
+  };
+}
+
 }  // namespace
 
-Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out) {
+Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out,
+                     const std::string& section, OptimizerOptions (*defaults)(OptimizerOptions::Kind)) {
   if (!node.IsMap()) {
-    return Status::InvalidArgument(Where(source, node, "optimizer") + ": expected a map");
+    return Status::InvalidArgument(Where(source, node, section) + ": expected a map");
   }
   // The name decides the defaults of every other field, so it is read first.
   OptimizerOptions options = *out;
   if (node["name"]) {
+    const std::string where = Where(source, node["name"], section + ".name");
     std::string name;
-    HETPS_RETURN_IF_ERROR(ReadString(node["name"], Where(source, node["name"], "optimizer.name"), &name));
+    HETPS_RETURN_IF_ERROR(ReadString(node["name"], where, &name));
     auto kind = ParseOptimizerKind(name);
     if (!kind.ok()) {
-      return kind.status().WithContext(source + ":" + std::to_string(node["name"].Mark().line + 1));
+      return Status::InvalidArgument(where + ": '" + name +
+                                     "' is not an optimizer; allowed: sgd, adam, adamw, adagrad");
     }
-    options = DefaultOptimizerOptions(*kind);
+    options = defaults(*kind);
   }
   auto number = [](double* field) {
     return [field](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, field); };
@@ -73,38 +89,44 @@ Status ReadOptimizer(const YAML::Node& node, const std::string& source, Optimize
       {"lr_decay", number(&options.lr_decay)},
       {"initial_accumulator_value", number(&options.initial_accumulator_value)},
   };
-  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "optimizer.", fields));
-  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(options).WithContext(source));
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, section + ".", fields));
+  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(options, section).WithContext(source));
   *out = options;
   return Status::Ok();
 }
 
 Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeOptions* out) {
   AutoModeOptions options = *out;
-  auto number = [](double* field, double min, double max) {
-    return [field, min, max](const YAML::Node& n, const std::string& w) {
-      HETPS_RETURN_IF_ERROR(ReadDouble(n, w, field));
-      if (!(*field >= min && *field <= max)) {
-        char range[64];
-        std::snprintf(range, sizeof range, "[%g, %g]", min, max);
-        return Status::InvalidArgument(w + ": " + Scalar(n) + " is out of range " + range);
-      }
-      return Status::Ok();
-    };
-  };
   const std::vector<Field> fields = {
-      {"measure_seconds", number(&options.measure_seconds, 0, 3600)},
-      {"decide_interval_seconds", number(&options.decide_interval_seconds, 0.1, 3600)},
-      {"steady_variation", number(&options.steady_variation, 0.001, 1000)},
-      {"sync_min_speed_ratio", number(&options.sync_min_speed_ratio, 0, 1)},
-      {"async_min_transfer_share", number(&options.async_min_transfer_share, 0, 1)},
+      {"measure_seconds", BoundedDouble(&options.measure_seconds, 0, 3600)},
+      {"decide_interval_seconds", BoundedDouble(&options.decide_interval_seconds, 0.1, 3600)},
+      {"steady_variation", BoundedDouble(&options.steady_variation, 0.001, 1000)},
+      {"sync_min_speed_ratio", BoundedDouble(&options.sync_min_speed_ratio, 0, 1)},
+      {"async_min_transfer_share", BoundedDouble(&options.async_min_transfer_share, 0, 1)},
       {"max_staleness",
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{2}, uint32_t{10000}, &options.max_staleness);
        }},
-      {"stall_memory_seconds", number(&options.stall_memory_seconds, 1, 86400)},
+      {"stall_memory_seconds", BoundedDouble(&options.stall_memory_seconds, 1, 86400)},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "auto.", fields));
+  *out = options;
+  return Status::Ok();
+}
+
+Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptions* out) {
+  DilocoOptions options = *out;
+  const std::vector<Field> fields = {
+      {"round_steps",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{0}, uint32_t{1000000}, &options.round_steps);
+       }},
+      {"round_seconds", BoundedDouble(&options.round_seconds, 0, 86400)},
+      {"sync_share", BoundedDouble(&options.sync_share, 0.001, 1)},
+      {"min_round_seconds", BoundedDouble(&options.min_round_seconds, 0.01, 86400)},
+      {"max_round_seconds", BoundedDouble(&options.max_round_seconds, 0.01, 86400)},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "diloco.", fields));
   *out = options;
   return Status::Ok();
 }

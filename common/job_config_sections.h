@@ -1,5 +1,6 @@
-// Readers of the job file's sections (optimizer, auto, checkpoint, security, data, http) and of
-// its model key, each over the YAML node that holds it; `source` names the file in errors. Each
+// Readers of the job file's sections (optimizer, outer_optimizer, diloco, auto, checkpoint,
+// security, data, http) and of its model key, each over the YAML node that holds it; `source`
+// names the file in errors. Each
 // keeps the values in *out for the keys the node leaves out; on an error (InvalidArgument naming
 // the file, line and key) the caller discards *out. Internal to the job file reader
 // (common/job_config_read.cc). Stateless: any thread may call them.
@@ -16,8 +17,12 @@
 
 namespace hetps {
 
-// The optimizer's name sets the defaults of every other field, wherever it stands in the map.
-Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out);
+// The optimizer's name sets the defaults of every other field (`defaults` of that kind), wherever
+// it stands in the map. `section` names the key in errors: optimizer, outer_optimizer.
+Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out,
+                     const std::string& section = "optimizer",
+                     OptimizerOptions (*defaults)(OptimizerOptions::Kind) = DefaultOptimizerOptions);
+Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptions* out);
 Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeOptions* out);
 Status ReadCheckpoint(const YAML::Node& node, const std::string& source, CheckpointOptions* out);
 // keys_dir is required with curve: true.

@@ -1,5 +1,6 @@
 // The relations between a job's fields (ValidateJobOptions), and the quantities derived from them
 // (declared in common/job_config.h).
+#include <cstdio>
 #include <string>
 
 #include "common/job_config.h"
@@ -16,10 +17,33 @@ bool LooksLikeHostPort(const std::string& text) {
          std::stoul(port) <= 65535;
 }
 
+std::string FormatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+Status ValidateDiloco(const JobOptions& o) {
+  const DilocoOptions& d = o.diloco;
+  if (d.round_steps > 0 && d.round_seconds > 0) {
+    return Status::InvalidArgument("diloco: round_steps (" + std::to_string(d.round_steps) +
+                                   ") and round_seconds (" + FormatNumber(d.round_seconds) +
+                                   ") both set; a round is measured in one or the other");
+  }
+  if (d.min_round_seconds > d.max_round_seconds) {
+    return Status::InvalidArgument("diloco.min_round_seconds: " + FormatNumber(d.min_round_seconds) +
+                                   " is larger than max_round_seconds (" + FormatNumber(d.max_round_seconds) +
+                                   ")");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateJobOptions(const JobOptions& o) {
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.optimizer));
+  HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.outer_optimizer, "outer_optimizer"));
+  HETPS_RETURN_IF_ERROR(ValidateDiloco(o));
   if (o.global_batch_size < MaxTrainers(o)) {
     const char* field = o.max_trainers > o.trainers ? "max_trainers" : "trainers";
     return Status::InvalidArgument("global_batch_size: " + std::to_string(o.global_batch_size) +
@@ -71,9 +95,9 @@ Status ValidateJobOptions(const JobOptions& o) {
   if (o.security.curve && o.security.keys_dir.empty()) {
     return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
   }
-  if (o.staleness_aware_lr == true && o.mode == ConsistencyMode::kSync) {
-    return Status::InvalidArgument(
-        "staleness_aware_lr: true needs mode async or ssp; sync pushes are never stale");
+  if (o.staleness_aware_lr == true && HasRounds(o.mode)) {
+    return Status::InvalidArgument(std::string("staleness_aware_lr: true needs mode async or ssp; ") +
+                                   ModeName(o.mode) + " pushes are never stale");
   }
   if (o.async_batch == AsyncBatch::kWhole && o.mode == ConsistencyMode::kSync) {
     return Status::InvalidArgument(
@@ -107,9 +131,20 @@ uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank)
   return global_batch / trainers + (rank < global_batch % trainers ? 1 : 0);
 }
 
+OptimizerOptions OuterOptimizerDefaults(OptimizerOptions::Kind kind) {
+  OptimizerOptions options = DefaultOptimizerOptions(kind);
+  if (kind == OptimizerOptions::Kind::kSgd) options.lr = 1;
+  return options;
+}
+
+const OptimizerOptions& ServerOptimizer(const JobOptions& options) {
+  return options.mode == ConsistencyMode::kDiloco ? options.outer_optimizer : options.optimizer;
+}
+
 uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,
                          uint32_t trainers, uint32_t rank) {
-  const bool whole = async_batch == AsyncBatch::kWhole && mode != ConsistencyMode::kSync;
+  const bool whole = mode == ConsistencyMode::kDiloco ||
+                     (async_batch == AsyncBatch::kWhole && mode != ConsistencyMode::kSync);
   return whole ? global_batch : EvenBatchShare(global_batch, trainers, rank);
 }
 

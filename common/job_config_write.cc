@@ -8,6 +8,37 @@
 
 namespace hetps {
 
+namespace {
+
+void WriteOptimizer(YAML::Emitter& out, const char* key, const OptimizerOptions& p) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "name" << YAML::Value << OptimizerKindName(p.kind);
+  out << YAML::Key << "lr" << YAML::Value << p.lr;
+  out << YAML::Key << "weight_decay" << YAML::Value << p.weight_decay;
+  switch (p.kind) {
+    case OptimizerOptions::Kind::kSgd:
+      out << YAML::Key << "momentum" << YAML::Value << p.momentum;
+      out << YAML::Key << "dampening" << YAML::Value << p.dampening;
+      out << YAML::Key << "nesterov" << YAML::Value << p.nesterov;
+      break;
+    case OptimizerOptions::Kind::kAdam:
+    case OptimizerOptions::Kind::kAdamW:
+      out << YAML::Key << "beta1" << YAML::Value << p.beta1;
+      out << YAML::Key << "beta2" << YAML::Value << p.beta2;
+      out << YAML::Key << "eps" << YAML::Value << p.eps;
+      out << YAML::Key << "amsgrad" << YAML::Value << p.amsgrad;
+      break;
+    case OptimizerOptions::Kind::kAdagrad:
+      out << YAML::Key << "lr_decay" << YAML::Value << p.lr_decay;
+      out << YAML::Key << "initial_accumulator_value" << YAML::Value << p.initial_accumulator_value;
+      out << YAML::Key << "eps" << YAML::Value << p.eps;
+      break;
+  }
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
 std::string JobOptionsToYaml(const JobOptions& o) {
   YAML::Emitter out;
   out << YAML::BeginMap;
@@ -58,31 +89,15 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "async_batch" << YAML::Value << AsyncBatchName(AsyncBatchOf(o));
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
-  out << YAML::Key << "optimizer" << YAML::Value << YAML::BeginMap;
-  const OptimizerOptions& p = o.optimizer;
-  out << YAML::Key << "name" << YAML::Value << OptimizerKindName(p.kind);
-  out << YAML::Key << "lr" << YAML::Value << p.lr;
-  out << YAML::Key << "weight_decay" << YAML::Value << p.weight_decay;
-  switch (p.kind) {
-    case OptimizerOptions::Kind::kSgd:
-      out << YAML::Key << "momentum" << YAML::Value << p.momentum;
-      out << YAML::Key << "dampening" << YAML::Value << p.dampening;
-      out << YAML::Key << "nesterov" << YAML::Value << p.nesterov;
-      break;
-    case OptimizerOptions::Kind::kAdam:
-    case OptimizerOptions::Kind::kAdamW:
-      out << YAML::Key << "beta1" << YAML::Value << p.beta1;
-      out << YAML::Key << "beta2" << YAML::Value << p.beta2;
-      out << YAML::Key << "eps" << YAML::Value << p.eps;
-      out << YAML::Key << "amsgrad" << YAML::Value << p.amsgrad;
-      break;
-    case OptimizerOptions::Kind::kAdagrad:
-      out << YAML::Key << "lr_decay" << YAML::Value << p.lr_decay;
-      out << YAML::Key << "initial_accumulator_value" << YAML::Value << p.initial_accumulator_value;
-      out << YAML::Key << "eps" << YAML::Value << p.eps;
-      break;
-  }
+  WriteOptimizer(out, "optimizer", o.optimizer);
+  out << YAML::Key << "diloco" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "round_steps" << YAML::Value << o.diloco.round_steps;
+  out << YAML::Key << "round_seconds" << YAML::Value << o.diloco.round_seconds;
+  out << YAML::Key << "sync_share" << YAML::Value << o.diloco.sync_share;
+  out << YAML::Key << "min_round_seconds" << YAML::Value << o.diloco.min_round_seconds;
+  out << YAML::Key << "max_round_seconds" << YAML::Value << o.diloco.max_round_seconds;
   out << YAML::EndMap;
+  WriteOptimizer(out, "outer_optimizer", o.outer_optimizer);
   out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);
   out << YAML::Key << "partition_bytes" << YAML::Value << o.partition_bytes;
   out << YAML::Key << "max_message_bytes" << YAML::Value << o.max_message_bytes;

@@ -14,6 +14,8 @@ const char* ModeName(ConsistencyMode mode) {
       return "ssp";
     case ConsistencyMode::kAuto:
       return "auto";
+    case ConsistencyMode::kDiloco:
+      return "diloco";
   }
   return "?";
 }
@@ -49,7 +51,9 @@ Result<ConsistencyMode> ParseMode(const std::string& name) {
   if (name == "async") return ConsistencyMode::kAsync;
   if (name == "ssp") return ConsistencyMode::kSsp;
   if (name == "auto") return ConsistencyMode::kAuto;
-  return Status::InvalidArgument("mode: '" + name + "' is not a mode; allowed: sync, async, ssp, auto");
+  if (name == "diloco") return ConsistencyMode::kDiloco;
+  return Status::InvalidArgument("mode: '" + name +
+                                 "' is not a mode; allowed: sync, async, ssp, auto, diloco");
 }
 
 wire::Mode ToWire(ConsistencyMode mode) {
@@ -62,6 +66,8 @@ wire::Mode ToWire(ConsistencyMode mode) {
       return wire::Mode::Ssp;
     case ConsistencyMode::kAuto:
       return wire::Mode::Auto;
+    case ConsistencyMode::kDiloco:
+      return wire::Mode::Diloco;
   }
   return wire::Mode::Sync;
 }
@@ -74,9 +80,28 @@ ConsistencyMode FromWire(wire::Mode mode) {
       return ConsistencyMode::kSsp;
     case wire::Mode::Auto:
       return ConsistencyMode::kAuto;
+    case wire::Mode::Diloco:
+      return ConsistencyMode::kDiloco;
     default:
       return ConsistencyMode::kSync;
   }
+}
+
+flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
+                                                     const DilocoOptions& d) {
+  return wire::CreateDilocoConfig(fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds,
+                                  d.max_round_seconds);
+}
+
+DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
+  DilocoOptions d;
+  if (config == nullptr) return d;
+  d.round_steps = config->round_steps();
+  d.round_seconds = config->round_seconds();
+  d.sync_share = config->sync_share();
+  d.min_round_seconds = config->min_round_seconds();
+  d.max_round_seconds = config->max_round_seconds();
+  return d;
 }
 
 const char* LossName(Loss loss) {

@@ -6,9 +6,9 @@
 namespace hetps {
 namespace {
 
-Status OutOfRange(const char* field, double value, const char* range) {
+Status OutOfRange(const std::string& section, const char* field, double value, const char* range) {
   std::ostringstream out;
-  out << "optimizer." << field << ": " << value << " is out of range; allowed: " << range;
+  out << section << "." << field << ": " << value << " is out of range; allowed: " << range;
   return Status::InvalidArgument(out.str());
 }
 
@@ -59,41 +59,44 @@ Result<OptimizerOptions::Kind> ParseOptimizerKind(const std::string& name) {
                                  "' is not an optimizer; allowed: sgd, adam, adamw, adagrad");
 }
 
-Status ValidateOptimizerOptions(const OptimizerOptions& o) {
+Status ValidateOptimizerOptions(const OptimizerOptions& o, const std::string& section) {
+  auto out_of_range = [&section](const char* field, double value, const char* range) {
+    return OutOfRange(section, field, value, range);
+  };
   auto finite = [](double v) { return std::isfinite(v); };
-  if (!finite(o.lr) || o.lr <= 0) return OutOfRange("lr", o.lr, "> 0");
+  if (!finite(o.lr) || o.lr <= 0) return out_of_range("lr", o.lr, "> 0");
   if (!finite(o.weight_decay) || o.weight_decay < 0) {
-    return OutOfRange("weight_decay", o.weight_decay, ">= 0");
+    return out_of_range("weight_decay", o.weight_decay, ">= 0");
   }
   switch (o.kind) {
     case OptimizerOptions::Kind::kSgd:
       if (!finite(o.momentum) || o.momentum < 0 || o.momentum >= 1) {
-        return OutOfRange("momentum", o.momentum, "[0, 1)");
+        return out_of_range("momentum", o.momentum, "[0, 1)");
       }
       if (!finite(o.dampening) || o.dampening < 0 || o.dampening > 1) {
-        return OutOfRange("dampening", o.dampening, "[0, 1]");
+        return out_of_range("dampening", o.dampening, "[0, 1]");
       }
       if (o.nesterov && (o.momentum <= 0 || o.dampening != 0)) {
         return Status::InvalidArgument(
-            "optimizer.nesterov: true needs momentum > 0 and dampening 0 (as in torch.optim.SGD)");
+            section + ".nesterov: true needs momentum > 0 and dampening 0 (as in torch.optim.SGD)");
       }
       break;
     case OptimizerOptions::Kind::kAdam:
     case OptimizerOptions::Kind::kAdamW:
       if (!finite(o.beta1) || o.beta1 < 0 || o.beta1 >= 1) {
-        return OutOfRange("beta1", o.beta1, "[0, 1)");
+        return out_of_range("beta1", o.beta1, "[0, 1)");
       }
       if (!finite(o.beta2) || o.beta2 < 0 || o.beta2 >= 1) {
-        return OutOfRange("beta2", o.beta2, "[0, 1)");
+        return out_of_range("beta2", o.beta2, "[0, 1)");
       }
-      if (!finite(o.eps) || o.eps < 0) return OutOfRange("eps", o.eps, ">= 0");
+      if (!finite(o.eps) || o.eps < 0) return out_of_range("eps", o.eps, ">= 0");
       break;
     case OptimizerOptions::Kind::kAdagrad:
-      if (!finite(o.lr_decay) || o.lr_decay < 0) return OutOfRange("lr_decay", o.lr_decay, ">= 0");
+      if (!finite(o.lr_decay) || o.lr_decay < 0) return out_of_range("lr_decay", o.lr_decay, ">= 0");
       if (!finite(o.initial_accumulator_value) || o.initial_accumulator_value < 0) {
-        return OutOfRange("initial_accumulator_value", o.initial_accumulator_value, ">= 0");
+        return out_of_range("initial_accumulator_value", o.initial_accumulator_value, ">= 0");
       }
-      if (!finite(o.eps) || o.eps < 0) return OutOfRange("eps", o.eps, ">= 0");
+      if (!finite(o.eps) || o.eps < 0) return out_of_range("eps", o.eps, ">= 0");
       break;
   }
   return Status::Ok();

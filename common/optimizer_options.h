@@ -38,8 +38,8 @@ const char* OptimizerKindName(OptimizerOptions::Kind kind);
 // Parses a name above; InvalidArgument naming the value and the choices otherwise.
 Result<OptimizerOptions::Kind> ParseOptimizerKind(const std::string& name);
 
-// OK, or InvalidArgument naming the first field out of its range (as "optimizer.<field>").
-Status ValidateOptimizerOptions(const OptimizerOptions& options);
+// OK, or InvalidArgument naming the first field out of its range (as "<section>.<field>").
+Status ValidateOptimizerOptions(const OptimizerOptions& options, const std::string& section = "optimizer");
 
 // The options as the shard map carries them to the servers, and back. OptimizerFromWire copies
 // the fields as they came, an unknown kind included: ValidateOptimizerOptions refuses them.

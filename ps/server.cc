@@ -204,6 +204,7 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
   shard_options.staleness_aware_lr = wire_map.staleness_aware_lr();
   shard_options.global_batch_size = wire_map.global_batch_size();
   shard_options.threads = options_.threads;
+  shard_options.diloco = DilocoFromWire(wire_map.diloco());
   const wire::OptimizerConfig* config = wire_map.optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   shard_options.optimizer = OptimizerFromWire(*config);

@@ -94,9 +94,7 @@ void Server::HandleRestore(Message message) {
   if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
     HETPS_LOG(INFO) << "restored checkpoint " << restore->checkpoint() << " (generation "
                     << restore->generation()
-                    << (shard_->mode() == ConsistencyMode::kSync
-                            ? ", round " + std::to_string(restore->round())
-                            : "")
+                    << (HasRounds(shard_->mode()) ? ", round " + std::to_string(restore->round()) : "")
                     << ")";
   } else {
     HETPS_LOG(INFO) << (restore->reset() ? "back to uninitialised partitions" : "keeping this server's state")

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <string>
 
@@ -94,6 +95,7 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
       optimizer_(std::move(optimizer)),
       schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kAsync : options.mode,
                 options.staleness),
+      round_length_(options.diloco),
       scratch_(options.threads),
       workers_(std::make_unique<PartitionWorkers>(options.threads)) {
   slot_of_.assign(map.partitions().size(), -1);
@@ -105,7 +107,7 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
     slot.owner = workers_->OwnerOf(i);
     slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
     slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
-    if (options_.mode == ConsistencyMode::kSync || options_.mode == ConsistencyMode::kAuto)
+    if (HasRounds(options_.mode) || options_.mode == ConsistencyMode::kAuto)
       slot.sum.resize(slot.info->length);
     slot_of_[ids_[i]] = static_cast<int32_t>(i);
   }
@@ -126,12 +128,12 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
     if (from > 0 && std::binary_search(ranks.begin(), ranks.end(), t)) from_clocks_[t] = from;
   }
   live_trainers_ = std::move(ranks);
-  if (options_.mode != ConsistencyMode::kSync && options_.mode != ConsistencyMode::kAuto) return;
+  if (!HasRounds(options_.mode) && options_.mode != ConsistencyMode::kAuto) return;
   for (Slot& slot : slots_) CompleteRoundIfReady(slot);
 }
 
 Status Shard::CheckFromClock(uint32_t trainer, uint64_t from_clock) const {
-  if (options_.mode != ConsistencyMode::kSync) return Status::Ok();
+  if (!HasRounds(options_.mode)) return Status::Ok();
   auto current = from_clocks_.find(trainer);
   const uint64_t had = current == from_clocks_.end() ? 0 : current->second;
   if (IsLive(trainer) && from_clock == had) return Status::Ok();  // nothing new about it
@@ -246,7 +248,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   // In auto, an empty push is always the ssp "out of data" mark (trainers of an auto job
   // behave as in ssp when they run out).
   const ConsistencyMode mode = automatic && empty ? ConsistencyMode::kSsp : RuleAt(push.clock()).mode;
-  const bool sync = mode == ConsistencyMode::kSync;
+  const bool sync = HasRounds(mode);
+  const bool diloco = mode == ConsistencyMode::kDiloco;
   const wire::DType dtype = push.dtype();
   if (!IsWireFloat(dtype)) {
     return Status::FailedPrecondition(std::string("gradients travel as float32, bfloat16 or float16, not ") +
@@ -260,6 +263,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     return Status::FailedPrecondition("a push with batch_size 0 only makes sense in sync or ssp mode");
   }
   if (push.ahead() > 0) HETPS_RETURN_IF_ERROR(CheckAhead(push.ahead()));
+  if (diloco && !empty && push.inner_steps() == 0) {
+    return Status::Protocol("a diloco push of " + std::to_string(push.batch_size()) +
+                            " samples names no inner steps; its pseudo-gradient cannot be weighed");
+  }
   const auto& ids = *push.partitions();
   const auto* versions = push.versions();
   if (!empty && versions != nullptr && versions->size() != ids.size()) {
@@ -314,6 +321,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   }
   clock.idle = false;
   clock.pushed = std::max(clock.pushed, push.clock() + 1);
+  if (diloco) round_length_.Observe(push.clock(), static_cast<double>(push.sync_us()) * 1e-6);
   // A push's staleness is the largest over its partitions; each partition's step uses its own.
   uint64_t staleness = 0;
   // Async and ssp: the push's steps are timed together; sync rounds keep a tally per round.
@@ -346,6 +354,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     }
     const bool first = slot.round_samples == 0;
     slot.round_samples += push.batch_size();
+    if (diloco) slot.round_step_samples += static_cast<double>(push.batch_size()) * push.inner_steps();
     if (first && dtype == wire::DType::F32 && RoundComplete(slot)) {
       // The round's only gradient is its mean as it stands: step on the frame, without a pass
       // through the sum. (b * g / b can differ from g in the last bit, so this is exact where
@@ -354,8 +363,11 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       continue;
     }
     // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
-    // of the round, as one process would compute on the concatenated batch.
-    const float batch = static_cast<float>(push.batch_size());
+    // of the round, as one process would compute on the concatenated batch. Diloco sums
+    // b_t / tau_t * d_t, each pseudo-gradient per inner step (CompleteRoundIfReady scales it back).
+    const float batch = diloco
+                            ? static_cast<float>(static_cast<double>(push.batch_size()) / push.inner_steps())
+                            : static_cast<float>(push.batch_size());
     Slot* accumulating = &slot;
     workers_->Post(slot.owner, [accumulating, grad, dtype, batch, first, frames] {
       ScaleInto(grad, accumulating->info->length, dtype, batch, /*assign=*/first, accumulating->sum.data());
@@ -387,7 +399,13 @@ bool Shard::RoundComplete(const Slot& slot) const {
 
 void Shard::CompleteRoundIfReady(Slot& slot) {
   if (!RoundComplete(slot)) return;
-  const float mean_scale = slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
+  float mean_scale = slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
+  if (options_.mode == ConsistencyMode::kDiloco && slot.round_samples > 0) {
+    // FedNova: the per-step mean, sum_t(b_t / tau_t * d_t) / N, times the round's mean inner
+    // steps, sum_t(b_t * tau_t) / N.
+    const double samples = static_cast<double>(slot.round_samples);
+    mean_scale = static_cast<float>(slot.round_step_samples / (samples * samples));
+  }
   CloseRound(slot, slot.sum.data(), wire::DType::F32, mean_scale, nullptr);
 }
 
@@ -397,7 +415,7 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
     // of data at the end of an epoch) is that share of a step, so that no sample counts for more.
-    const float share = options_.global_batch_size == 0
+    const float share = options_.global_batch_size == 0 || options_.mode == ConsistencyMode::kDiloco
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
     PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally);
@@ -408,6 +426,7 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   }
   slot.last_round_samples = slot.round_samples;
   slot.round_samples = 0;
+  slot.round_step_samples = 0;
   slot.pushed.clear();
   ++slot.round;
   if (snapshot_) SnapshotIfDue(slot);
@@ -510,7 +529,7 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   // pushed the step before (a barrier), so that the phase's first round starts from one state.
   const ModeSchedule::Phase pushed = RuleAt(clock > 0 ? clock - 1 : 0);
   const ModeSchedule::Phase next = RuleAt(clock);
-  const bool wait_for_round = pushed.mode == ConsistencyMode::kSync && clock > 0 && !latest;
+  const bool wait_for_round = HasRounds(pushed.mode) && clock > 0 && !latest;
   for (uint32_t id : partitions) {
     const Slot* slot = *Find(id);
     if (!slot->initialized) return false;
@@ -544,6 +563,12 @@ void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dt
     parts.push_back(
         {slot->owner, [this, slot, reply, i] { reply->frames[i] = WeightsFrame(*slot, reply->dtype); }});
   }
+  if (options_.mode == ConsistencyMode::kDiloco && !partitions.empty()) {
+    // The weights follow the rounds their partitions have completed: they start the next one.
+    uint64_t round = std::numeric_limits<uint64_t>::max();
+    for (uint32_t id : partitions) round = std::min(round, (*Find(id))->round);
+    reply->round_seconds = round_length_.For(round);
+  }
   workers_->Dispatch(std::move(parts), [reply, done = std::move(done)] { done(*reply); });
 }
 
@@ -554,14 +579,14 @@ zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
     PackFloats(slot.weights.get(), n, dtype, frame.data());
     return frame;
   }
-  if (options_.mode == ConsistencyMode::kSync) {
+  if (HasRounds(options_.mode)) {
     return BorrowFrame(slot.weights.get(), n * sizeof(float), slot.weights);
   }
   return zmq::message_t(slot.weights.get(), n * sizeof(float));
 }
 
 flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(flatbuffers::FlatBufferBuilder& fbb) const {
-  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype, held_us);
+  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype, held_us, round_seconds);
 }
 
 Shard::Stats Shard::stats() const {

@@ -3,7 +3,8 @@
 // answered (sync: one summed, batch-weighted update per round from every live trainer; async:
 // every push applied on arrival; ssp: pushes applied on arrival, and a trainer's pull at clock c
 // answered only once every live, busy trainer has pushed at least c - staleness steps to each
-// partition the pull asks for).
+// partition the pull asks for; diloco: rounds as in sync, of pseudo-gradients combined after
+// FedNova and stepped on by the outer optimizer).
 //
 // It also keeps the record the run summary and the metrics report: the staleness of every applied
 // push, the largest clock gap between trainers that it admitted, and the optimizer's seconds per
@@ -35,6 +36,7 @@
 #include "ps/mode_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/partition_workers.h"
+#include "ps/round_length.h"
 
 namespace hetps {
 
@@ -56,6 +58,9 @@ class Shard {
     // Threads that own the partitions and do their numeric work (PartitionWorkers); 1 does it
     // inline on the calling thread. The weights come out bitwise the same for any number.
     size_t threads = 1;
+    // kDiloco: the rounds' length when the servers choose it (RoundLength). `optimizer` is then
+    // the outer optimizer and global_batch_size is not used: every round is one outer step.
+    DilocoOptions diloco;
   };
 
   // The tensor frames of a received message, kept alive until every task that reads them ran.
@@ -71,6 +76,7 @@ class Shard {
     uint64_t round_samples = 0;
     wire::DType dtype = wire::DType::F32;
     uint64_t held_us = 0;  // set by the server: how long the request waited for the rule
+    double round_seconds = 0;  // diloco: the length of the round these weights start (RoundLength)
     std::vector<zmq::message_t> frames;
 
     flatbuffers::Offset<wire::Weights> Write(flatbuffers::FlatBufferBuilder& fbb) const;
@@ -108,7 +114,11 @@ class Shard {
   // straight from its frame. Gradients may travel as float32, bfloat16 or float16 (the sums and
   // the weights stay float32). Async and ssp: applies them now, the step scaled by the push's
   // share of the global batch, the gradient divided by its staleness (before it enters the
-  // optimizer's state) when staleness_aware_lr is set. In ssp, a push
+  // optimizer's state) when staleness_aware_lr is set. Diloco: as sync, but the frames are
+  // pseudo-gradients over Push.inner_steps inner steps (at least 1 with samples); a round steps
+  // the outer optimizer once, by lr, on sum_t(p_t * d_t / tau_t) * sum_t(p_t * tau_t), where
+  // tau_t is trainer t's inner steps and p_t its share of the round's samples (FedNova: each
+  // pseudo-gradient normalised by its steps, and the whole scaled back by the mean steps). In ssp, a push
   // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
   // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
   // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not
@@ -186,8 +196,9 @@ class Shard {
     SecondsHistogram apply_seconds;
   };
   Stats stats() const;
-  // Whether step `clock` is a sync round: the job's mode, or in mode auto the schedule's phase.
-  bool IsSyncStep(uint64_t clock) const { return RuleAt(clock).mode == ConsistencyMode::kSync; }
+  // Whether step `clock` is a round that waits for every live trainer (sync, diloco): the job's
+  // mode, or in mode auto the schedule's phase.
+  bool IsSyncStep(uint64_t clock) const { return HasRounds(RuleAt(clock).mode); }
   // The sync rounds every partition has completed (the fewest over the partitions).
   uint64_t CompletedRounds() const;
 
@@ -210,6 +221,7 @@ class Shard {
     std::vector<float> sum;            // sync: sum of batch-weighted gradients of the round
     std::vector<uint32_t> pushed;      // sync: trainers in the open round
     uint64_t round_samples = 0;        // sync: samples in the open round
+    double round_step_samples = 0;     // diloco: sum over the open round's pushes of samples * inner steps
     uint64_t last_round_samples = 0;   // sync: samples in the last completed round
     uint64_t version = 0;              // optimizer steps applied
     uint64_t round = 0;                // sync rounds completed
@@ -274,6 +286,7 @@ class Shard {
   std::map<uint32_t, uint64_t> from_clocks_;  // live trainers that joined a running job: first clock
   std::map<uint32_t, TrainerClock> clocks_;
   ModeSchedule schedule_;  // mode: auto only
+  RoundLength round_length_;  // mode: diloco only
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);
   uint64_t staleness_max_ = 0;

@@ -34,7 +34,7 @@ std::string NameOf(const ShardMap& map, const PartitionInfo& p) {
 }  // namespace
 
 Status Shard::TakeSnapshot(std::optional<uint64_t> round, std::function<void(Snapshot&)> done) {
-  const bool at_round = round.has_value() && options_.mode == ConsistencyMode::kSync;
+  const bool at_round = round.has_value() && HasRounds(options_.mode);
   if (at_round) {
     for (const Slot& slot : slots_) {
       if (slot.round > *round) {
@@ -175,7 +175,7 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
       std::memcpy(slot.state.data() + k * n, sources[i].state[k], n * sizeof(float));
     }
     slot.version = static_cast<uint64_t>(sources[i].step);
-    slot.round = options_.mode == ConsistencyMode::kSync ? round : 0;
+    slot.round = HasRounds(options_.mode) ? round : 0;
     slot.initialized = true;
   }
   ForgetProgress();

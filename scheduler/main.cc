@@ -28,6 +28,8 @@ struct Overrides {
       checkpoint_dir, model_out, curve_keys, http;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
+  uint32_t round_steps = 0;
+  double round_seconds = 0, outer_lr = 0, outer_momentum = 0;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;
@@ -52,6 +54,21 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
     job->mode = *mode;
   }
   if (given("--staleness")) job->staleness = o.staleness;
+  // A round is measured in steps or in seconds: either flag replaces both of the job file's.
+  if (given("--round-steps")) {
+    job->diloco.round_steps = o.round_steps;
+    job->diloco.round_seconds = 0;
+  }
+  if (given("--round-seconds")) {
+    job->diloco.round_seconds = o.round_seconds;
+    job->diloco.round_steps = 0;
+  }
+  if (given("--outer-lr")) job->outer_optimizer.lr = o.outer_lr;
+  if (given("--outer-momentum")) {
+    job->outer_optimizer.momentum = o.outer_momentum;
+    job->outer_optimizer.nesterov = o.outer_momentum > 0;
+    job->outer_optimizer.dampening = 0;
+  }
   if (given("--staleness-aware-lr")) job->staleness_aware_lr = o.staleness_aware_lr;
   if (given("--balance"))
     job->balance = o.balance == "speed" ? hetps::Balance::kSpeed : hetps::Balance::kNone;
@@ -111,8 +128,20 @@ int main(int argc, char** argv) {
       ->excludes("--model");
   app.add_option("--loss", o.loss, "Loss of a TorchScript model: cross_entropy | mse | nll")
       ->check(CLI::IsMember({"cross_entropy", "mse", "nll"}));
-  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp | auto")
-      ->check(CLI::IsMember({"sync", "async", "ssp", "auto"}));
+  app.add_option("--mode", o.mode, "Consistency mode: sync | async | ssp | auto | diloco")
+      ->check(CLI::IsMember({"sync", "async", "ssp", "auto", "diloco"}));
+  auto* round_steps = app.add_option("--round-steps", o.round_steps,
+                                     "diloco: inner steps per round (0: rounds by time; diloco.round_steps)")
+                          ->check(CLI::Range(0, 1000000));
+  app.add_option("--round-seconds", o.round_seconds,
+                 "diloco: seconds per round (0: a length the servers choose; diloco.round_seconds)")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->excludes(round_steps);
+  app.add_option("--outer-lr", o.outer_lr, "diloco: the outer optimizer's learning rate (outer_optimizer.lr)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--outer-momentum", o.outer_momentum,
+                 "diloco: the outer SGD's Nesterov momentum (0: none; outer_optimizer.momentum)")
+      ->check(CLI::Range(0.0, 0.999999));
   app.add_option("--staleness", o.staleness,
                  "ssp: how many clocks a trainer may run ahead of the slowest live one")
       ->check(CLI::Range(0, 10000));

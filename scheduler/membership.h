@@ -43,6 +43,9 @@ struct TrainerProgress {
   double wait_seconds = 0;
   uint64_t bytes_pushed = 0;
   uint64_t bytes_pulled = 0;
+  // mode diloco: inner steps taken (clock counts rounds), and those of the last round pushed.
+  uint64_t inner_steps = 0;
+  uint32_t last_round_inner_steps = 0;
   // Steps per second between its last two reports, as the scheduler received them: its
   // samples per second over its batch would count steps at an old batch as at the new one.
   double steps_per_second = 0;

@@ -56,6 +56,7 @@ std::string RunSummary::ToJson() const {
   j["loss"] = loss;
   j["metric"] = metric;
   j["optimizer"] = optimizer;
+  if (mode == "diloco") j["outer_optimizer"] = outer_optimizer;
   j["epochs"] = epochs;
   j["global_batch_size"] = global_batch_size;
   j["servers"] = servers;
@@ -74,6 +75,19 @@ std::string RunSummary::ToJson() const {
   j["trainers_left"] = left;
   j["steps"] = steps;
   j["samples"] = samples;
+  j["rounds"] = rounds;
+  if (mode == "diloco") {
+    // Per trainer its inner steps per round; and the tensor bytes a round moved, over every trainer.
+    nlohmann::ordered_json per_round = nlohmann::ordered_json::array();
+    uint64_t bytes = 0;
+    for (const TrainerSummary& t : trainer_details) {
+      per_round.push_back(t.steps > 0 ? static_cast<double>(t.inner_steps) / static_cast<double>(t.steps)
+                                      : 0.0);
+      bytes += t.bytes;
+    }
+    j["inner_steps_per_round"] = per_round;
+    j["bytes_per_round"] = rounds > 0 ? static_cast<double>(bytes) / static_cast<double>(rounds) : 0.0;
+  }
   j["samples_per_second"] = samples_per_second;
   j["samples_completed"] = samples_completed;
   j["wall_seconds"] = wall_seconds;
@@ -141,7 +155,12 @@ std::string RunSummary::ToJson() const {
                              {"first_step", t.first_step},
                              {"left", t.left},
                              {"compute_samples_per_second", t.compute_samples_per_second},
-                             {"pace_samples_per_second", t.pace_samples_per_second}});
+                             {"pace_samples_per_second", t.pace_samples_per_second},
+                             {"inner_steps", t.inner_steps},
+                             {"last_round_inner_steps", t.last_round_inner_steps},
+                             {"bytes", t.bytes},
+                             {"step_seconds", t.step_seconds},
+                             {"wait_seconds", t.wait_seconds}});
   }
   j["trainer_details"] = trainers_json;
   nlohmann::ordered_json failures_json = nlohmann::ordered_json::array();

@@ -48,6 +48,14 @@ struct TrainerSummary {
   bool joined_late = false;               // joined after training had started
   uint64_t first_step = 0;                // the step it started at (late joiners; 0 otherwise)
   bool left = false;                      // left on its own (Goodbye) before the end
+  // mode diloco: inner steps in all and in its last round (`steps` counts its rounds), and the
+  // tensor bytes it pushed and pulled.
+  uint64_t inner_steps = 0;
+  uint32_t last_round_inner_steps = 0;
+  uint64_t bytes = 0;
+  // Its seconds in steps (rounds), and the part of them it waited for the servers' weights.
+  double step_seconds = 0;
+  double wait_seconds = 0;
 };
 
 // A member lost during the job, and what it cost.
@@ -104,6 +112,8 @@ struct RunSummary {
   std::string loss = "cross_entropy";
   std::string metric = "accuracy";  // what evaluations measure: accuracy, or r2 for loss mse
   std::string optimizer;
+  std::string outer_optimizer;  // mode diloco: the servers' optimizer
+  uint64_t rounds = 0;          // sync, diloco: rounds the servers completed (the most of any)
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;

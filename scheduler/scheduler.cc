@@ -256,7 +256,9 @@ void Scheduler::Handle(Message message) {
                           p->step_seconds(),
                           p->wait_seconds(),
                           p->bytes_pushed(),
-                          p->bytes_pulled()};
+                          p->bytes_pulled(),
+                          p->inner_steps(),
+                          p->last_round_inner_steps()};
       member->progress.reported_at = Clock::now();
       member->progress.steps_per_second = before.steps_per_second;
       if (before.reported_at != Clock::time_point{} && p->clock() > before.clock) {
@@ -335,7 +337,7 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
   } else {
     const uint32_t epoch = std::min(request->epoch(), job_.epochs - 1);
     bool complete = chunks_.EpochComplete(epoch);
-    if (complete && job_.mode == ConsistencyMode::kSync && epoch + 1 == job_.epochs) {
+    if (complete && HasRounds(job_.mode) && epoch + 1 == job_.epochs) {
       // The last sync epoch ends when a round without samples finds it complete; a trainer yet
       // to take its first step would then wait for rounds nobody pushes.
       if (TrainerStartsAtOrAfter(request->clock())) {

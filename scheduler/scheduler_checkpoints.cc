@@ -48,12 +48,12 @@ void Scheduler::MaybeCheckpoint() {
   const bool by_steps = c.interval_steps > 0 && clock >= last_cut_clock_ + c.interval_steps;
   if (!by_time && !by_steps) return;
   // A sync cut's round is placed by the trainers' speed: wait for their first progress reports.
-  if (job_.mode == ConsistencyMode::kSync && clock == 0) return;
+  if (HasRounds(job_.mode) && clock == 0) return;
   BeginCheckpoint(/*final=*/false);
 }
 
 void Scheduler::BeginCheckpoint(bool final) {
-  const bool sync = job_.mode == ConsistencyMode::kSync;
+  const bool sync = HasRounds(job_.mode);
   CheckpointCut::Options o;
   o.number = ++cut_number_;
   o.final = final;
@@ -177,7 +177,7 @@ void Scheduler::MaybeFinishCut() {
   m.data = cut.Position(job_.epochs);
   if (final) m.data.samples_trained = SamplesTrained();
   std::vector<ServerState> states = cut.States();
-  if (job_.mode == ConsistencyMode::kSync) {
+  if (HasRounds(job_.mode)) {
     for (const ServerState& s : states) m.round = std::max(m.round, s.round);
   }
   cut_misses_ = 0;
@@ -286,15 +286,14 @@ void Scheduler::RestoreForResume() {
       return BeginShutdown(true, "cannot restore server " + std::to_string(rank) + ": " + sent.message());
   }
   chunks_.Restore(m.data);
-  resume_clock_ = job_.mode == ConsistencyMode::kSync ? m.round : 0;
+  resume_clock_ = HasRounds(job_.mode) ? m.round : 0;
   resume_epoch_ = std::min(m.data.epoch, job_.epochs - 1);
   next_epoch_to_evaluate_ = resume_epoch_;
   summary_.resumed_from = loaded->path;
   restorable_checkpoint_ = loaded->path;
   HETPS_LOG(INFO) << "resuming from " << loaded->path << ": epoch " << resume_epoch_ + 1
-                  << (job_.mode == ConsistencyMode::kSync ? ", round " + std::to_string(m.round)
-                                                          : std::string())
-                  << ", " << chunks_.completed_samples() << " samples already trained";
+                  << (HasRounds(job_.mode) ? ", round " + std::to_string(m.round) : std::string()) << ", "
+                  << chunks_.completed_samples() << " samples already trained";
 }
 
 }  // namespace hetps

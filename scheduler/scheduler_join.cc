@@ -70,7 +70,7 @@ void Scheduler::HandleJoin(const Message& message) {
         job_.data.format.empty() && !job_.data.serve ? 0 : DataOptionsToWire(fbb, job_.data),
         job_.data.serve ? ServedLayout(fbb) : 0, job_.model_file.empty() ? nullptr : job_.model_file.c_str(),
         model_checksum_.empty() ? nullptr : model_checksum_.c_str(), ToWire(job_.loss), model_bytes_.size(),
-        model_piece_bytes_, optimizer, job_.global_batch_size);
+        model_piece_bytes_, optimizer, job_.global_batch_size, DilocoToWire(fbb, job_.diloco));
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
   auto token = member->data_token.empty() ? 0 : fbb.CreateString(member->data_token);
@@ -177,7 +177,8 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
   auto servers = ServerEndpointsToWire(fbb);
   auto tensors = shard_map_->TensorsToWire(fbb);
   auto partitions = shard_map_->PartitionsToWire(fbb);
-  auto optimizer = OptimizerToWire(fbb, job_.optimizer);
+  auto optimizer = OptimizerToWire(fbb, ServerOptimizer(job_));
+  auto diloco = DilocoToWire(fbb, job_.diloco);
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
   auto identities = for_servers ? TrainerIdentities(fbb) : 0;
   auto scheduler_token = for_servers ? fbb.CreateString(links_.token()) : 0;
@@ -185,7 +186,7 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
       fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode), trainers,
       members_.epoch(), job_.max_message_bytes, job_.staleness, StalenessAwareLr(job_), job_.wire_dtype,
       job_.global_batch_size, identities, joiner != nullptr ? joiner->start_clock : resume_clock_,
-      joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token);
+      joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token, diloco);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 

@@ -17,6 +17,7 @@ void Scheduler::FillSummary() {
   s.loss = LossName(job_.loss);
   s.metric = job_.loss == Loss::kMse ? "r2" : "accuracy";
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
+  s.outer_optimizer = OptimizerKindName(job_.outer_optimizer.kind);
   s.epochs = job_.epochs;
   s.global_batch_size = job_.global_batch_size;
   s.servers = job_.servers;
@@ -37,7 +38,10 @@ void Scheduler::FillSummary() {
     const uint64_t steps = t->progress.clock - std::min(t->progress.clock, t->first_step);
     s.trainer_details.push_back({t->rank, t->host, t->device, batch, steps, t->progress.samples, t->alive,
                                  t->progress.ComputeSamplesPerSecond(), t->progress.PaceSamplesPerSecond(),
-                                 t->joined_late, t->first_step, t->left});
+                                 t->joined_late, t->first_step, t->left, t->progress.inner_steps,
+                                 t->progress.last_round_inner_steps,
+                                 t->progress.bytes_pushed + t->progress.bytes_pulled,
+                                 t->progress.step_seconds, t->progress.wait_seconds});
     // The share as balanced, not what the last epoch's tail left to the trainers with data.
     const uint32_t share = t->balanced_batch != 0 ? t->balanced_batch : batch;
     s.batch_share.push_back(static_cast<double>(share) / job_.global_batch_size);
@@ -55,6 +59,7 @@ void Scheduler::FillSummary() {
     s.server_details.push_back(
         {m->rank, m->endpoint, c.version, c.pushes, c.pulls, c.bad_messages, c.rounds, c.refusals});
     s.weight_version = std::max(s.weight_version, c.version);
+    s.rounds = std::max(s.rounds, c.rounds);
     s.refusals.Add(c.refusals);
   }
   s.staleness = Staleness(&s.max_clock_gap);
@@ -92,7 +97,7 @@ void Scheduler::ShowProgress(bool force) {
   view.samples_per_epoch = chunks_.samples();
   view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
   view.phase = PhaseName();
-  if (job_.mode != ConsistencyMode::kSync) {
+  if (!HasRounds(job_.mode)) {
     uint64_t gap = 0;
     const StalenessSummary staleness = Staleness(&gap);
     char text[160];

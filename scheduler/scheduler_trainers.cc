@@ -67,7 +67,7 @@ void Scheduler::MaybeAdmitTrainer() {
   // A sync joiner's first step is placed by the trainers' speed: wait for their first reports.
   uint64_t newest_clock = 0;
   for (Member* t : training) newest_clock = std::max(newest_clock, t->progress.clock);
-  if (job_.mode == ConsistencyMode::kSync && newest_clock == 0) return;
+  if (HasRounds(job_.mode) && newest_clock == 0) return;
   ProposeAdmission(*joiner);
 }
 
@@ -78,7 +78,8 @@ uint64_t Scheduler::StepAhead(double lead_seconds) {
     newest_clock = std::max(newest_clock, t->progress.clock);
     if (t->progress.steps_per_second > 0) {
       steps_per_second = std::max(steps_per_second, t->progress.steps_per_second);
-    } else if (t->progress.batch_size > 0) {  // one report so far
+    } else if (t->progress.batch_size > 0 && job_.mode != ConsistencyMode::kDiloco) {
+      // One report so far. (A diloco round takes many batches: its pace is unknown until two.)
       steps_per_second = std::max(steps_per_second, t->progress.samples_per_second / t->progress.batch_size);
     }
   }
@@ -98,7 +99,7 @@ void Scheduler::ProposeAdmission(Member& trainer) {
     epoch = std::min(epoch, t->progress.epoch);
     if (!t->done) first_step = std::max(first_step, t->progress.clock);
   }
-  if (job_.mode == ConsistencyMode::kSync) {
+  if (HasRounds(job_.mode)) {
     // Progress reports are up to one interval old: the trainers are that much further on. The
     // steps added after a miss keep the proposals moving when the speeds say little (empty rounds).
     const double doubling = static_cast<double>(1u << std::min<uint32_t>(misses, 5));

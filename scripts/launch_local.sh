@@ -6,12 +6,17 @@
 #   scripts/launch_local.sh [--config FILE] [options] [-- extra hetps-scheduler flags]
 #
 # Job options (override the job file; see hetps-scheduler --help):
-#   --servers N  --trainers N  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
+#   --servers N  --trainers N  --mode sync|async|ssp|auto|diloco  --staleness S
+#   --staleness-aware-lr true|false
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --async-batch share|whole
 #   --model-file FILE.pt  a TorchScript model instead of a built-in one (docs/models.md), with
 #   --loss cross_entropy|mse|nll  its loss (default cross_entropy)
+#   --round-steps H  --round-seconds S  diloco: a round of H inner steps, or of S seconds (default:
+#                         a length the servers choose from the measured synchronisation)
+#   --outer-lr X  --outer-momentum X  diloco: the outer SGD's lr and Nesterov momentum (default 1, 0:
+#                         plain averaging of the trainers' rounds)
 # Trainer options:
 #   --device auto|cpu|cuda|mps (default cpu), or one per trainer: --device cuda,cpu
 #   --data-dir DIR        the Fashion-MNIST directory (default /usr/share/datasets/fashion-mnist),

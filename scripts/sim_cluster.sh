@@ -23,11 +23,12 @@
 #   --local-steps NAME=N[,NAME=N]  these machines' local_steps, over the spec's
 #   --clean           remove what runs killed with SIGKILL left behind, then exit
 # Job options (override the job file, as in scripts/launch_local.sh; the spec sets --servers and
-# --trainers): --config FILE  --mode sync|async|ssp  --staleness S  --staleness-aware-lr true|false
+# --trainers): --config FILE  --mode sync|async|ssp|auto|diloco  --staleness S  --staleness-aware-lr true|false
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
-#   --async-batch share|whole
+#   --async-batch share|whole  --mode diloco  --round-steps H  --round-seconds S  --outer-lr X
+#   --outer-momentum X
 # Process options: --data-dir DIR  --threads N (every trainer, over the spec's)  --server-threads N
 #   --no-overlap  --forward-during-pull  --data-cache DIR|off  --data-cache-limit SIZE  --checkpoint-dir DIR
 #   --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N  --secure

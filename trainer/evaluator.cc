@@ -52,6 +52,11 @@ Result<uint64_t> Evaluator::Handle(const wire::EvalRequest& request, uint64_t cl
   return version;
 }
 
+void Evaluator::KeepSnapshot(const wire::EvalRequest& request, uint64_t version,
+                             std::vector<std::vector<float>> weights) {
+  snapshots_.push_back(Snapshot{request.snapshot(), request.epoch(), version, std::move(weights)});
+}
+
 Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
   HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
   auto pulled = client_.Pull(clock, /*latest=*/true, buffers_.weight_targets());

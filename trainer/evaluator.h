@@ -40,6 +40,11 @@ class Evaluator {
   // holds the newest weights afterwards; their version is returned. A LibTorch failure is an
   // Internal error naming the model and the device.
   Result<uint64_t> Handle(const wire::EvalRequest& request, uint64_t clock);
+  // Keeps `weights` (one host copy per tensor of the model, of version `version`) as the snapshot
+  // an EvalRequest names, without pulling: the weights the servers hold as they stand, which the
+  // caller has (mode diloco: a round's first weights, while the round runs).
+  void KeepSnapshot(const wire::EvalRequest& request, uint64_t version,
+                    std::vector<std::vector<float>> weights);
 
  private:
   struct Snapshot {

@@ -39,6 +39,7 @@ Result<JobInfo> ReadJob(const Message& accepted) {
     info.optimizer = OptimizerFromWire(*job->optimizer());
   }
   info.global_batch_size = job->global_batch_size();
+  info.diloco = DilocoFromWire(job->diloco());
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
   }

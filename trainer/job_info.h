@@ -32,8 +32,9 @@ struct JobInfo {
   // The servers' optimizer and the global batch its lr is per, for --local-steps; absent from a
   // scheduler that does not send them (has_optimizer false).
   bool has_optimizer = false;
-  OptimizerOptions optimizer;
+  OptimizerOptions optimizer;  // in mode diloco the inner optimizer, which this trainer runs
   uint32_t global_batch_size = 0;
+  DilocoOptions diloco;  // mode diloco: the rounds
 };
 
 // The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or

@@ -31,10 +31,11 @@ void ProgressReporter::Report(const TrainerPosition& position, bool force) {
   const double rate = seconds > 0 ? samples_ / seconds : 0;
   const double compute_rate = compute_seconds_ > 0 ? samples_ / compute_seconds_ : 0;
   flatbuffers::FlatBufferBuilder fbb(128);
-  auto body = wire::CreateProgress(
-      fbb, position.epoch, position.clock, position.samples, last_loss_, rate, position.weight_version,
-      compute_rate, position.batch_size, timed_steps_, timed_samples_, timed_seconds_, position.step_seconds,
-      position.wait_seconds, position.bytes_pushed, position.bytes_pulled, paced_seconds_);
+  auto body = wire::CreateProgress(fbb, position.epoch, position.clock, position.samples, last_loss_, rate,
+                                   position.weight_version, compute_rate, position.batch_size, timed_steps_,
+                                   timed_samples_, timed_seconds_, position.step_seconds,
+                                   position.wait_seconds, position.bytes_pushed, position.bytes_pulled,
+                                   paced_seconds_, position.inner_steps, position.last_round_inner_steps);
   Status status = control_->Send(sender_->Seal(fbb, wire::Body::Progress, body.Union()));
   if (!status.ok()) HETPS_LOG(WARNING) << "progress not reported: " << status.message();
   last_report_ = now;

@@ -24,6 +24,9 @@ struct TrainerPosition {
   double wait_seconds = 0;
   uint64_t bytes_pushed = 0;
   uint64_t bytes_pulled = 0;
+  // mode diloco: inner steps taken (clock counts rounds), and those of the last round pushed.
+  uint64_t inner_steps = 0;
+  uint32_t last_round_inner_steps = 0;
 };
 
 class ProgressReporter {

@@ -240,6 +240,7 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
   }
   result->round_samples = std::max(result->round_samples, body->round_samples());
   result->held_seconds = std::max(result->held_seconds, static_cast<double>(body->held_us()) * 1e-6);
+  result->round_seconds = std::max(result->round_seconds, body->round_seconds());
   return Status::Ok();
 }
 
@@ -281,10 +282,11 @@ Result<PsClient::PullResult> PsClient::PushPull(uint64_t clock, uint32_t batch_s
   return FinishStep(weights);
 }
 
-void PsClient::BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead) {
+void PsClient::BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead, RoundPush round) {
   step_clock_ = clock;
   step_batch_ = batch_size;
   step_ahead_ = ahead;
+  step_round_ = round;
   step_pushed_.assign(map_.tensors().size(), false);
   for (Outgoing& out : outgoing_) out = Outgoing{};
   step_messages_.assign(sockets_.size(), 0);
@@ -330,8 +332,9 @@ Status PsClient::Flush(uint32_t server) {
     awaiting_[id] = true;
   }
   flatbuffers::FlatBufferBuilder fbb(128 + 16 * out.partitions.size());
-  auto body = wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions,
-                                     options_.wire_dtype, /*pull=*/true, step_ahead_);
+  auto body =
+      wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions, options_.wire_dtype,
+                             /*pull=*/true, step_ahead_, step_round_.inner_steps, step_round_.sync_us);
   Message request;
   request.envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
   bytes_pushed_ += out.bytes;

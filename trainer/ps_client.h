@@ -26,6 +26,13 @@
 
 namespace hetps {
 
+// mode diloco: what a push of a round's pseudo-gradient says besides its samples
+// (Push.inner_steps, Push.sync_us).
+struct RoundPush {
+  uint32_t inner_steps = 0;
+  uint64_t sync_us = 0;  // the trainer's previous round's synchronisation
+};
+
 class PsClient {
  public:
   struct Options {
@@ -58,6 +65,9 @@ class PsClient {
     uint64_t round_samples = 0;   // sync: samples of the round these weights follow
     // The longest any server held the request for the consistency rule (Weights.held_us).
     double held_seconds = 0;
+    // diloco: the length the servers chose for the round these weights start (Weights.round_seconds;
+    // 0: none chosen).
+    double round_seconds = 0;
   };
 
   // `endpoints[s]` is server s's data endpoint. `sender` and `control` must outlive the client.
@@ -93,7 +103,8 @@ class PsClient {
   // batch_size 0 takes part in a sync round without data: no PushTensor calls. `ahead` > 0
   // (async, ssp): the trainer will compute that many steps on the weights it holds before it
   // uses the ones this step asks for (Push.ahead), so ssp holds them as for a later step.
-  void BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead = 0);
+  // `round` (diloco): the step is a round whose gradients are its pseudo-gradient.
+  void BeginStep(uint64_t clock, uint32_t batch_size, uint32_t ahead = 0, RoundPush round = {});
   // Sends tensor `tensor`'s gradient (a host buffer of its elements, kept alive by `owner` until
   // sent) with whatever else is ready for the same servers, once enough bytes are ready.
   Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
@@ -170,6 +181,7 @@ class PsClient {
   uint64_t bytes_pulled_ = 0;
   uint32_t step_batch_ = 0;
   uint32_t step_ahead_ = 0;
+  RoundPush step_round_;
   std::vector<bool> step_pushed_;      // per tensor
   std::vector<Outgoing> outgoing_;     // per server
   std::vector<size_t> step_messages_;  // per server: pushes sent

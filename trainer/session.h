@@ -3,6 +3,7 @@
 //   trainer/trainer.cc           the run and its step loop: epochs, steps, messages from the scheduler
 //   trainer/session_setup.cc     joining, the data, the model on its device, the servers
 //   trainer/session_recovery.cc  the end of the job, and the pause and resume around a lost server
+//   trainer/session_rounds.cc    mode diloco's loop: rounds of inner steps, each ending in a push
 // The step itself, evaluations, progress and data-position reports are the parts it holds
 // (StepRunner, Evaluator, ProgressReporter, DataPositionReporter). Private to the trainer's own
 // sources; lives inside Trainer::Run().
@@ -27,6 +28,7 @@
 #include "trainer/device/copy_stream.h"
 #include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
+#include "trainer/diloco_round.h"
 #include "trainer/evaluator.h"
 #include "trainer/job_info.h"
 #include "trainer/models/models.h"
@@ -70,6 +72,20 @@ class Trainer::Session {
   }
   Status ConnectToServers();
   Status TrainEpochs();
+  // Mode diloco's TrainEpochs: rounds instead of steps (trainer/session_rounds.cc).
+  Status TrainRounds();
+  // One round: inner steps on this trainer's data until the round is over, then its push.
+  // `round_samples` as for Step(): the samples of the whole round, over every trainer.
+  Status Round(uint64_t* round_samples);
+  // What the scheduler sent while a round runs: as HandleControl, but an evaluation's snapshot is
+  // the round's first weights, and an evaluation of the newest weights waits for the round's end
+  // (deferred_), which would otherwise pull them into the model in the middle of the round.
+  Status HandleControlInRound();
+  // The end of training, every mode: the last report, Done, and the logs.
+  Status FinishTraining();
+  // Sync and diloco, after a round in which no trainer had data: the last epoch is over once the
+  // scheduler says every chunk is trained (then epoch_ moves on), else waits a little.
+  Status AfterEmptyRound();
   // One step on `indices` (none: take part in the sync round without data).
   Status Step(const std::vector<int64_t>& indices, uint64_t* round_samples);
   // --forward-during-pull: takes in the weights of a step still travelling (StepRunner::Drain).
@@ -77,6 +93,8 @@ class Trainer::Session {
   // Handles what the scheduler sent (evaluation requests, rebalances); Aborted once it said
   // Shutdown.
   Status HandleControl();
+  // One message of the scheduler's, for HandleControl.
+  Status HandleMessage(const Message& message);
   // balance: speed: takes a batch size from the scheduler at the step it names.
   void NoteRebalance(const wire::Rebalance& rebalance);
   // Adopts a batch size announced for the step about to run.
@@ -116,6 +134,11 @@ class Trainer::Session {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<DataPositionReporter> position_;
+  std::unique_ptr<DilocoRound> round_;  // mode diloco only
+  std::vector<Message> deferred_;       // mode diloco: messages kept for the round's end
+  double round_seconds_ = 0;            // mode diloco: the length the servers chose last
+  uint64_t inner_steps_ = 0;            // mode diloco: inner steps taken
+  uint32_t last_round_inner_steps_ = 0;
 
   uint32_t epoch_ = 0;
   uint64_t clock_ = 0;

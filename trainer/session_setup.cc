@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <numeric>
+#include <sstream>
 
 #include <torch/torch.h>
 
@@ -92,6 +93,15 @@ Status Trainer::Session::Setup() {
         " (a sync round, and auto's sync phases, need the weights that follow each step)");
   }
   step_options.forward_during_pull = options_.forward_during_pull;
+  if (job_.mode == ConsistencyMode::kDiloco) {
+    if (!job_.has_optimizer) {
+      return Status::Protocol("mode diloco: the scheduler did not send the job's inner optimizer");
+    }
+    auto round = DilocoRound::Create(buffers_->parameters(), job_.optimizer, job_.diloco);
+    if (!round.ok()) return round.status().WithContext("mode diloco's inner optimizer");
+    round_ = std::move(*round);
+    step_options.round = round_.get();
+  }
   if (options_.local_steps > 1) {
     HETPS_RETURN_IF_ERROR(CheckLocalSteps(options_, job_));
     step_options.local_steps = options_.local_steps;
@@ -120,8 +130,7 @@ Status Trainer::Session::Setup() {
       return fetcher->EnsureChunk(epoch, indices, count);
     });
   }
-  position_ =
-      std::make_unique<DataPositionReporter>(control_.get(), &sender_, job_.mode == ConsistencyMode::kSync);
+  position_ = std::make_unique<DataPositionReporter>(control_.get(), &sender_, HasRounds(job_.mode));
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
   HETPS_ASSIGN_OR_RETURN(HostTensors initial, buffers_->HostWeights());
@@ -130,6 +139,21 @@ Status Trainer::Session::Setup() {
   if (!pulled.ok()) return pulled.status();
   HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
   weight_version_ = pulled->weight_version;
+  round_seconds_ = pulled->round_seconds;
+  if (round_) {
+    const DilocoOptions& d = job_.diloco;
+    std::ostringstream length;
+    if (d.round_steps > 0) {
+      length << d.round_steps << " inner steps";
+    } else if (d.round_seconds > 0) {
+      length << d.round_seconds << " s";
+    } else {
+      length << "a length the servers choose (the first " << round_seconds_ << " s)";
+    }
+    HETPS_LOG(INFO) << "mode diloco: rounds of " << length.str() << ", inner steps of " << job_.batch_size
+                    << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind) << " lr "
+                    << job_.optimizer.lr;
+  }
   HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
                   << " with the servers' weights of version " << weight_version_ << ", pushing "
                   << (options_.local_steps > 1 ? "the mean gradient of"

@@ -97,6 +97,12 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
     return outcome;
   }
   if (!next.empty()) Prepare(next);
+  HETPS_ASSIGN_OR_RETURN(outcome.pulled, AwaitWeights(!indices.empty(), copy_wait_before));
+  if (!indices.empty()) ++timings_.steps;
+  return outcome;
+}
+
+Result<PsClient::PullResult> StepRunner::AwaitWeights(bool timed, double copy_wait_before) {
   auto start = Clock::now();
   HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
   double host_to_device = SecondsSince(start);
@@ -107,13 +113,67 @@ Result<StepRunner::Outcome> StepRunner::Run(uint64_t clock, const std::vector<in
   start = Clock::now();
   HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
   host_to_device += SecondsSince(start);
-  outcome.pulled = *pulled;
-  if (!indices.empty()) {
-    ++timings_.steps;
+  if (timed) {
     timings_.wire += wire;
     timings_.host_to_device += host_to_device;
     if (options_.staging) timings_.device_to_host += options_.staging->copy_wait_seconds() - copy_wait_before;
   }
+  return *pulled;
+}
+
+Status StepRunner::InnerStep(const std::vector<int64_t>& indices, double* loss, double* seconds) {
+  HETPS_CHECK(options_.round != nullptr && !indices.empty());
+  pacer_.Start();
+  local_round_ = true;  // the hooks leave the gradients alone: the inner optimizer takes them
+  Status status = ForwardBackward(indices, loss);
+  if (status.ok()) {
+    try {
+      options_.round->Step(indices.size());
+    } catch (const c10::Error& e) {
+      status = Status::Internal("LibTorch failed in an inner step of model " + options_.model_name + " on " +
+                                DeviceDescription(device_) + ": " + e.what_without_backtrace());
+    }
+  }
+  local_round_ = false;
+  HETPS_RETURN_IF_ERROR(status);
+  pacer_.Wait();
+  *seconds = pacer_.Seconds();
+  options_.round->Timed(*seconds);
+  ++timings_.steps;
+  return Status::Ok();
+}
+
+Result<StepRunner::Outcome> StepRunner::FinishRound(uint64_t clock) {
+  HETPS_CHECK(options_.round != nullptr);
+  DilocoRound& round = *options_.round;
+  const auto start = Clock::now();
+  const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
+  step_clock_ = clock;
+  step_batch_ = static_cast<uint32_t>(round.samples());
+  step_round_ = RoundPush{round.steps(), last_sync_us_};
+  begun_ = false;
+  if (step_batch_ > 0) {
+    try {
+      round.SetPseudoGradients();
+    } catch (const c10::Error& e) {
+      return Status::Internal("LibTorch failed computing the pseudo-gradient of model " +
+                              options_.model_name + " on " + DeviceDescription(device_) + ": " +
+                              e.what_without_backtrace());
+    }
+    if (options_.staging != nullptr) {
+      options_.staging->BeginStep();
+      HETPS_RETURN_IF_ERROR(BeginPushes());
+      size_t pushed = 0;
+      HETPS_RETURN_IF_ERROR(StageAll(&pushed));
+    }
+    HETPS_RETURN_IF_ERROR(PushRemaining());
+  } else {
+    HETPS_RETURN_IF_ERROR(BeginPushes());  // no data: takes part in the round with empty frames
+  }
+  Outcome outcome;
+  HETPS_ASSIGN_OR_RETURN(outcome.pulled, AwaitWeights(step_batch_ > 0, copy_wait_before));
+  const double sync = std::max(0.0, SecondsSince(start) - outcome.pulled.held_seconds);
+  last_sync_us_ = static_cast<uint64_t>(sync * 1e6);
   return outcome;
 }
 
@@ -133,7 +193,8 @@ Status StepRunner::BeginPushes() {
   } else if (options_.forward_during_pull) {
     model_versions_ = client_.versions();
   }
-  client_.BeginStep(step_clock_, step_batch_, options_.forward_during_pull && step_batch_ > 0 ? 1 : 0);
+  client_.BeginStep(step_clock_, step_batch_, options_.forward_during_pull && step_batch_ > 0 ? 1 : 0,
+                    step_round_);
   return Status::Ok();
 }
 

@@ -31,6 +31,7 @@
 #include "trainer/device/compute_thread.h"
 #include "trainer/device/gradient_staging.h"
 #include "trainer/device/model_buffers.h"
+#include "trainer/diloco_round.h"
 #include "trainer/local_sgd.h"
 #include "trainer/models/models.h"
 #include "trainer/pacer.h"
@@ -58,6 +59,9 @@ class StepRunner {
     // mean gradient once. 1: one batch, one push.
     uint32_t local_steps = 1;
     double lr_per_sample = 0;  // the servers' SGD lr over the global batch
+    // mode diloco: the round (inner optimizer, first weights) that InnerStep and FinishRound
+    // work on; must outlive the runner. Null in the other modes.
+    DilocoRound* round = nullptr;
   };
 
   // What a step did.
@@ -115,6 +119,16 @@ class StepRunner {
   // Forgets the step still travelling: a recovery cancelled it, and pulls the weights anew.
   void Abandon() { travelling_ = received_ = false; }
 
+  // mode diloco (Options::round). One inner step on `indices`: forward, backward and the inner
+  // optimizer's step on the model's own weights; nothing is pushed. Its mean loss and its
+  // seconds (the slowdown's sleeps included) go to the out-parameters. Internal naming the
+  // device on a LibTorch failure.
+  Status InnerStep(const std::vector<int64_t>& indices, double* loss, double* seconds);
+  // Ends round `clock`: pushes the round's pseudo-gradient (none when the round took no samples,
+  // which takes part in it without data) and writes the weights that follow the round into the
+  // model. Outcome::compute_seconds is 0: the inner steps counted their own.
+  Result<Outcome> FinishRound(uint64_t clock);
+
  private:
   // Forward and backward on `indices`, pushing every gradient of the step under way.
   Status Compute(const std::vector<int64_t>& indices, Outcome* outcome);
@@ -143,10 +157,15 @@ class StepRunner {
   Status BeginPushes();
   // forward_during_pull, after backward: the weights taken in by BeginPushes into the model.
   Status CommitWeightsAhead();
+  // After the last push of a step: waits for the weights that follow it and writes them into the
+  // model, counting the time in timings_ when `timed`.
+  Result<PsClient::PullResult> AwaitWeights(bool timed, double copy_wait_before);
 
   // The step under way, begun on the client by BeginPushes.
   uint64_t step_clock_ = 0;
   uint32_t step_batch_ = 0;
+  RoundPush step_round_;       // diloco: what the round's pushes say besides its samples
+  uint64_t last_sync_us_ = 0;  // diloco: the last round's synchronisation, less the servers' hold
   bool begun_ = false;
   // forward_during_pull: a step's weights are travelling (sent, not awaited); weights received
   // but not yet in the model; their versions and the versions of the model's weights.

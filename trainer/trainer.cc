@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 #include "common/logging.h"
 #include "trainer/session.h"
@@ -50,7 +51,7 @@ Status Trainer::Session::Run() {
   Status status = Setup();
   // WaitForShutdown returns OK only when a recovery sent training back.
   while (status.ok()) {
-    status = TrainEpochs();
+    status = job_.mode == ConsistencyMode::kDiloco ? TrainRounds() : TrainEpochs();
     if (status.ok()) status = WaitForShutdown();
   }
   // Whatever was under way, a Shutdown from the scheduler decides how this trainer ends.
@@ -129,24 +130,19 @@ Status Trainer::Session::TrainEpochs() {
       continue;
     }
     if (sync && round_samples == 0) {
-      // The last epoch ends for everyone at a round in which nobody had data, once the scheduler
-      // says every chunk is trained: a chunk given back by a trainer that died or left is trained
-      // first, and a trainer that joins at a later step is waited for.
-      auto complete = sampler_->FlushAndCheckComplete(epoch_, clock_);
-      if (!complete.ok()) {
-        HETPS_RETURN_IF_ERROR(RecoverIfPaused(complete.status()));
+      if (Status ended = AfterEmptyRound(); !ended.ok()) {
+        HETPS_RETURN_IF_ERROR(RecoverIfPaused(ended));
         continue;
-      }
-      if (*complete) {
-        ++epoch_;
-      } else if (!sampler_->holds_chunks()) {
-        control_->WaitForInbox(std::chrono::milliseconds(20));  // empty rounds until it is decided
       }
     }
     progress_->Report(Position(), /*force=*/false);
   }
   // The last step's push applied before Done (after a recovery, the weights pulled then).
   if (Status drained = Drain(); !drained.ok()) HETPS_RETURN_IF_ERROR(RecoverIfPaused(drained));
+  return FinishTraining();
+}
+
+Status Trainer::Session::FinishTraining() {
   progress_->Report(Position(), /*force=*/true);
   flatbuffers::FlatBufferBuilder fbb(64);
   auto body = wire::CreateDone(fbb, clock_, samples_);
@@ -163,6 +159,19 @@ Status Trainer::Session::TrainEpochs() {
     HETPS_LOG(INFO) << "served data in all: " << fetcher_->requests() << " requests, "
                     << fetcher_->bytes_received() << " bytes, " << fetcher_->checksum_failures()
                     << " replies that failed their checksum";
+  }
+  return Status::Ok();
+}
+
+Status Trainer::Session::AfterEmptyRound() {
+  // The last epoch ends for everyone at a round in which nobody had data, once the scheduler
+  // says every chunk is trained: a chunk given back by a trainer that died or left is trained
+  // first, and a trainer that joins at a later step is waited for.
+  HETPS_ASSIGN_OR_RETURN(const bool complete, sampler_->FlushAndCheckComplete(epoch_, clock_));
+  if (complete) {
+    ++epoch_;
+  } else if (!sampler_->holds_chunks()) {
+    control_->WaitForInbox(std::chrono::milliseconds(20));  // empty rounds until it is decided
   }
   return Status::Ok();
 }
@@ -220,43 +229,52 @@ TrainerPosition Trainer::Session::Position() const {
                          step_seconds_,
                          wait_seconds_,
                          client_ ? client_->bytes_pushed() : 0,
-                         client_ ? client_->bytes_pulled() : 0};
+                         client_ ? client_->bytes_pulled() : 0,
+                         inner_steps_,
+                         last_round_inner_steps_};
 }
 
 Status Trainer::Session::HandleControl() {
   HETPS_RETURN_IF_ERROR(control_->Check());
   // After a Pause the inbox is left to Recover(), which looks for the Resume in it.
+  // Messages a diloco round kept for its end first, in the order they came.
+  for (Message& message : std::exchange(deferred_, {})) HETPS_RETURN_IF_ERROR(HandleMessage(message));
   while (control_->paused() == 0) {
     auto message = control_->TakeInbox();
     if (!message) break;
-    switch (message->kind()) {
-      case wire::Body::EvalRequest: {
-        HETPS_RETURN_IF_ERROR(Drain());  // the evaluation pulls: no step may still be travelling
-        auto version = evaluator_->Handle(*message->body<wire::EvalRequest>(), clock_);
-        if (!version.ok()) return version.status();
-        weight_version_ = *version;
-        break;
-      }
-      case wire::Body::Rebalance:
-        NoteRebalance(*message->body<wire::Rebalance>());
-        break;
-      case wire::Body::CheckpointRequest:
-        if (position_) position_->Note(*message->body<wire::CheckpointRequest>());
-        break;
-      case wire::Body::Membership:
-        HETPS_LOG(INFO) << "membership epoch " << message->body<wire::Membership>()->membership_epoch()
-                        << ": " << message->body<wire::Membership>()->trainers()->size() << " live trainers";
-        break;
-      case wire::Body::Error:
-        HETPS_LOG(WARNING) << "the scheduler reported: " << message->body<wire::Error>()->reason()->str();
-        break;
-      default:
-        break;  // e.g. the answer to a chunk request that a pause interrupted: the chunk was not given
-    }
+    HETPS_RETURN_IF_ERROR(HandleMessage(*message));
   }
   if (control_->paused() != 0 && !control_->shutdown()) return Status::Unavailable("paused by the scheduler");
   // Run() turns this into the right final status, OK for a job that finished.
   if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
+  return Status::Ok();
+}
+
+Status Trainer::Session::HandleMessage(const Message& message) {
+  switch (message.kind()) {
+    case wire::Body::EvalRequest: {
+      HETPS_RETURN_IF_ERROR(Drain());  // the evaluation pulls: no step may still be travelling
+      auto version = evaluator_->Handle(*message.body<wire::EvalRequest>(), clock_);
+      if (!version.ok()) return version.status();
+      weight_version_ = *version;
+      break;
+    }
+    case wire::Body::Rebalance:
+      NoteRebalance(*message.body<wire::Rebalance>());
+      break;
+    case wire::Body::CheckpointRequest:
+      if (position_) position_->Note(*message.body<wire::CheckpointRequest>());
+      break;
+    case wire::Body::Membership:
+      HETPS_LOG(INFO) << "membership epoch " << message.body<wire::Membership>()->membership_epoch() << ": "
+                      << message.body<wire::Membership>()->trainers()->size() << " live trainers";
+      break;
+    case wire::Body::Error:
+      HETPS_LOG(WARNING) << "the scheduler reported: " << message.body<wire::Error>()->reason()->str();
+      break;
+    default:
+      break;  // e.g. the answer to a chunk request that a pause interrupted: the chunk was not given
+  }
   return Status::Ok();
 }
 

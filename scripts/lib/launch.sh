@@ -29,7 +29,8 @@ is_job_flag() {
   case $1 in
     --config|--servers|--trainers|--mode|--model|--model-file|--loss|--epochs|--optimizer|--lr|--momentum|\
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
-    --staleness-aware-lr|--balance|--async-batch|--eval-interval-samples|--wire-dtype|--checkpoint-interval)
+    --staleness-aware-lr|--balance|--async-batch|--eval-interval-samples|--wire-dtype|--checkpoint-interval|\
+    --round-steps|--round-seconds|--outer-lr|--outer-momentum)
       return 0 ;;
   esac
   return 1

@@ -87,6 +87,15 @@ optimizer:
   dampening: 0
   nesterov: true
   weight_decay: 0.0005
+diloco:
+  round_seconds: 2.5
+  sync_share: 0.1
+  min_round_seconds: 0.5
+  max_round_seconds: 30
+outer_optimizer:
+  name: sgd
+  momentum: 0.9
+  nesterov: true
 wire_dtype: bf16
 partition_bytes: 1048576
 max_message_bytes: 2097152
@@ -148,6 +157,16 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.optimizer.kind == Kind::kSgd);
   CATCH_CHECK(o.optimizer.lr == 0.05);
   CATCH_CHECK(o.optimizer.momentum == 0.9);
+  CATCH_CHECK(o.diloco.round_steps == 0);
+  CATCH_CHECK(o.diloco.round_seconds == 2.5);
+  CATCH_CHECK(o.diloco.sync_share == 0.1);
+  CATCH_CHECK(o.diloco.min_round_seconds == 0.5);
+  CATCH_CHECK(o.diloco.max_round_seconds == 30);
+  // The outer SGD's lr defaults to 1 (plain averaging's), not torch's 0.01.
+  CATCH_CHECK(o.outer_optimizer.kind == Kind::kSgd);
+  CATCH_CHECK(o.outer_optimizer.lr == 1.0);
+  CATCH_CHECK(o.outer_optimizer.momentum == 0.9);
+  CATCH_CHECK(o.outer_optimizer.nesterov);
   CATCH_CHECK(o.optimizer.dampening == 0.0);
   CATCH_CHECK(o.optimizer.nesterov);
   CATCH_CHECK(o.optimizer.weight_decay == 0.0005);
@@ -187,6 +206,10 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(again.security.allowed == o.security.allowed);
   CATCH_CHECK(o.http.listen == "0.0.0.0:7480");
   CATCH_CHECK(again.http.listen == o.http.listen);
+  CATCH_CHECK(again.diloco.round_seconds == o.diloco.round_seconds);
+  CATCH_CHECK(again.diloco.max_round_seconds == o.diloco.max_round_seconds);
+  CATCH_CHECK(again.outer_optimizer.lr == o.outer_optimizer.lr);
+  CATCH_CHECK(again.outer_optimizer.nesterov);
 
   // The file above must cover every accepted key, so a new key without a test fails here.
   std::set<std::string> in_file;

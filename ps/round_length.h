@@ -1,0 +1,39 @@
+// RoundLength: how long the rounds of mode diloco last when the job leaves it to the servers
+// (diloco: round_steps and round_seconds both 0). Every push carries how long its trainer's
+// previous round took to synchronise (Push.sync_us: its pseudo-gradient out and the new weights
+// in, less the time the servers held it for others); the round after round r lasts the longest
+// such time among r's pushes over sync_share, within [min_round_seconds, max_round_seconds], so
+// that no trainer spends more than that share of a round synchronising. Until a round brings a
+// measurement, rounds keep the length chosen last (at first min_round_seconds).
+//
+// Every server sees every trainer's pushes of a round, so each chooses the same length. Plain
+// data, owned by the Shard on the server's I/O thread.
+#pragma once
+
+#include <cstdint>
+#include <map>
+
+#include "common/job_config.h"
+
+namespace hetps {
+
+class RoundLength {
+ public:
+  explicit RoundLength(const DilocoOptions& options);
+
+  // A push of round `round` whose trainer's previous round synchronised in `sync_seconds` (0: it
+  // has not measured one).
+  void Observe(uint64_t round, double sync_seconds);
+
+  // The length in seconds of round `round`, chosen from the pushes of round - 1; 0 when the job
+  // fixes the rounds (round_steps or round_seconds), which the trainers then follow themselves.
+  double For(uint64_t round);
+
+ private:
+  DilocoOptions options_;
+  bool chosen_by_servers_;
+  double chosen_;                       // the length chosen last
+  std::map<uint64_t, double> longest_;  // per round: the longest synchronisation its pushes reported
+};
+
+}  // namespace hetps

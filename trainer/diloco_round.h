@@ -1,0 +1,77 @@
+// DilocoRound: a trainer's side of a round of mode diloco. It keeps the weights the round
+// started from, steps the model's own weights with the inner optimizer (the job's `optimizer`,
+// torch::optim's, whose state lives on the trainer and carries over from round to round), tells
+// when the round is over (after round_steps inner steps, or once its time is up), and turns the
+// round into its pseudo-gradient: each parameter's .grad becomes the round's first weights
+// minus its weights now, which the trainer pushes as it would a gradient.
+//
+// Borrows the model's parameters (on their device). Used by the trainer's loop thread only;
+// LibTorch failures throw c10::Error.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "common/job_config.h"
+#include "common/optimizer_options.h"
+#include "common/status.h"
+
+namespace torch::optim {
+class Optimizer;
+}
+
+namespace hetps {
+
+class DilocoRound {
+ public:
+  // InvalidArgument naming the field when `inner` cannot be had from torch::optim.
+  static Result<std::unique_ptr<DilocoRound>> Create(std::vector<torch::Tensor> parameters,
+                                                     const OptimizerOptions& inner,
+                                                     const DilocoOptions& rounds);
+  ~DilocoRound();
+
+  // A round begins from the weights the model holds now: they are kept as its first weights, and
+  // its clock starts. `chosen_seconds` is the length the servers chose (Weights.round_seconds),
+  // used when the job fixes neither round_steps nor round_seconds; 0 keeps the last one chosen.
+  void Begin(double chosen_seconds);
+  // Whether the round is over before its next inner step: round_steps taken, or (rounds by time)
+  // the next step would end nearer past the round's end than before it. A round takes at least
+  // one step.
+  bool Over() const;
+  // After an inner step's backward on `samples` samples: the inner optimizer steps the weights by
+  // their gradients.
+  void Step(uint64_t samples);
+  // The inner step's wall time (forward, backward, the optimizer, a slowdown's sleep), for Over().
+  void Timed(double step_seconds);
+  // Every parameter's .grad becomes the round's first weights minus its weights now.
+  void SetPseudoGradients();
+
+  uint32_t steps() const { return steps_; }
+  uint64_t samples() const { return samples_; }
+  // The round's length in seconds (0 for rounds of round_steps).
+  double length_seconds() const;
+  // The round's first weights, one per parameter, copied to the host (for an evaluation's
+  // snapshot: the servers' weights as they stand while the round runs).
+  std::vector<std::vector<float>> FirstWeightsOnHost() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  DilocoRound(std::vector<torch::Tensor> parameters, std::unique_ptr<torch::optim::Optimizer> optimizer,
+              const DilocoOptions& rounds);
+
+  std::vector<torch::Tensor> parameters_;
+  std::vector<torch::Tensor> first_;  // the round's first weights, allocated once
+  std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  DilocoOptions rounds_;
+  double chosen_seconds_;  // the servers' choice, for rounds by a chosen time
+  Clock::time_point began_;
+  uint32_t steps_ = 0;
+  uint64_t samples_ = 0;
+  double step_seconds_ = 0;  // a recent inner step's wall time (smoothed)
+};
+
+}  // namespace hetps

@@ -1,0 +1,112 @@
+// Trainer::Session in mode diloco: the loop of rounds (the rest of Session: trainer/session.h).
+// A round is a run of inner steps on this trainer's own copy of the weights (DilocoRound), taking
+// its data chunk by chunk as any step does, and ends in one push of the round's pseudo-gradient,
+// answered by the weights of the next round once every live trainer has pushed. Rounds are this
+// trainer's clock: round r is its r-th push, as step r is in sync mode, so checkpoints, a
+// recovery's rollback and a joiner's first round work as in sync.
+#include <chrono>
+
+#include "common/logging.h"
+#include "trainer/session.h"
+
+namespace hetps {
+namespace {
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace
+
+Status Trainer::Session::TrainRounds() {
+  model_->train();
+  progress_ = std::make_unique<ProgressReporter>(control_.get(), &sender_, job_.progress_interval);
+  while (epoch_ < job_.epochs) {
+    Status handled = HandleControl();
+    if (!handled.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(handled));
+      continue;
+    }
+    HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
+    uint64_t round_samples = 0;
+    Status rounded = Round(&round_samples);
+    if (!rounded.ok()) {
+      HETPS_RETURN_IF_ERROR(RecoverIfPaused(rounded));
+      continue;
+    }
+    if (round_samples == 0) {
+      if (Status ended = AfterEmptyRound(); !ended.ok()) {  // as in sync
+        HETPS_RETURN_IF_ERROR(RecoverIfPaused(ended));
+        continue;
+      }
+    }
+    progress_->Report(Position(), /*force=*/false);
+  }
+  return FinishTraining();
+}
+
+Status Trainer::Session::Round(uint64_t* round_samples) {
+  const auto started = std::chrono::steady_clock::now();
+  round_->Begin(round_seconds_);
+  while (!round_->Over()) {
+    HETPS_RETURN_IF_ERROR(HandleControlInRound());
+    auto indices = sampler_->Next(epoch_, job_.batch_size, clock_);
+    if (!indices.ok()) return indices.status();
+    if (indices->empty()) {
+      if (epoch_ + 1 < job_.epochs) {
+        ++epoch_;  // out of this epoch's data: the round goes on with the next
+        continue;
+      }
+      if (!out_of_data_) {
+        HETPS_LOG(INFO)
+            << "no data left to take in the last epoch; pushing empty rounds until the others finish";
+        out_of_data_ = true;
+      }
+      break;
+    }
+    if (fetcher_)
+      HETPS_RETURN_IF_ERROR(fetcher_->Ensure(DatasetSplit::kTrain, indices->data(), indices->size()));
+    double loss = 0;
+    double seconds = 0;
+    HETPS_RETURN_IF_ERROR(step_->InnerStep(*indices, &loss, &seconds));
+    samples_ += indices->size();
+    ++inner_steps_;
+    progress_->AddStep(indices->size(), loss, seconds, seconds);
+    progress_->Report(Position(), /*force=*/false);
+  }
+  const auto pushed = std::chrono::steady_clock::now();
+  auto outcome = step_->FinishRound(clock_);
+  if (!outcome.ok()) return outcome.status();
+  step_seconds_ += SecondsSince(started);
+  wait_seconds_ += SecondsSince(pushed);
+  ++clock_;
+  last_round_inner_steps_ = round_->steps();
+  weight_version_ = outcome->pulled.weight_version;
+  if (outcome->pulled.round_seconds > 0) round_seconds_ = outcome->pulled.round_seconds;
+  *round_samples = outcome->pulled.round_samples;
+  return Status::Ok();
+}
+
+Status Trainer::Session::HandleControlInRound() {
+  HETPS_RETURN_IF_ERROR(control_->Check());
+  while (control_->paused() == 0) {
+    auto message = control_->TakeInbox();
+    if (!message) break;
+    if (message->kind() != wire::Body::EvalRequest) {
+      HETPS_RETURN_IF_ERROR(HandleMessage(*message));
+      continue;
+    }
+    const wire::EvalRequest& request = *message->body<wire::EvalRequest>();
+    if (request.snapshot() > 0) {
+      // The servers' weights stand where this round began until every trainer has pushed it.
+      evaluator_->KeepSnapshot(request, weight_version_, round_->FirstWeightsOnHost());
+    } else {
+      deferred_.push_back(std::move(*message));
+    }
+  }
+  if (control_->paused() != 0 && !control_->shutdown()) return Status::Unavailable("paused by the scheduler");
+  if (control_->shutdown()) return Status::Aborted("the scheduler shut the job down");
+  return Status::Ok();
+}
+
+}  // namespace hetps
