@@ -94,6 +94,10 @@ struct DilocoOptions {
   double sync_share = 0.05;      // chosen: the most of a round its synchronisation may take
   double min_round_seconds = 1;  // chosen: bounds on the length (0.01..86,400 s)
   double max_round_seconds = 60;
+  // The next round's inner steps run while the last round's pseudo-gradient and the servers'
+  // weights after it travel, which reach the trainer a round late (docs/modes.md, "diloco");
+  // false: every trainer waits for them at the end of each round.
+  bool overlap = true;
 };
 
 // The diloco section as the shard map and TrainerJob carry it, and back (absent: the defaults).

@@ -125,6 +125,8 @@ Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptio
       {"sync_share", BoundedDouble(&options.sync_share, 0.001, 1)},
       {"min_round_seconds", BoundedDouble(&options.min_round_seconds, 0.01, 86400)},
       {"max_round_seconds", BoundedDouble(&options.max_round_seconds, 0.01, 86400)},
+      {"overlap",
+       [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &options.overlap); }},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "diloco.", fields));
   *out = options;

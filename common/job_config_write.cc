@@ -96,6 +96,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "sync_share" << YAML::Value << o.diloco.sync_share;
   out << YAML::Key << "min_round_seconds" << YAML::Value << o.diloco.min_round_seconds;
   out << YAML::Key << "max_round_seconds" << YAML::Value << o.diloco.max_round_seconds;
+  out << YAML::Key << "overlap" << YAML::Value << o.diloco.overlap;
   out << YAML::EndMap;
   WriteOptimizer(out, "outer_optimizer", o.outer_optimizer);
   out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);

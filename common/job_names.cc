@@ -90,7 +90,7 @@ ConsistencyMode FromWire(wire::Mode mode) {
 flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
                                                      const DilocoOptions& d) {
   return wire::CreateDilocoConfig(fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds,
-                                  d.max_round_seconds);
+                                  d.max_round_seconds, d.overlap);
 }
 
 DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
@@ -101,6 +101,7 @@ DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
   d.sync_share = config->sync_share();
   d.min_round_seconds = config->min_round_seconds();
   d.max_round_seconds = config->max_round_seconds();
+  d.overlap = config->overlap();
   return d;
 }
 

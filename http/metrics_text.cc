@@ -211,12 +211,18 @@ std::string RenderMetrics(const StatusSnapshot& s) {
               [](const MemberStatus& m) { return Number(m.bytes_pushed); });
   w.PerMember(s, "trainer", "hetps_trainer_pulled_bytes_total", "counter", "Weight bytes a trainer pulled",
               [](const MemberStatus& m) { return Number(m.bytes_pulled); });
+  w.PerMember(s, "trainer", "hetps_trainer_inner_steps_total", "counter",
+              "diloco: inner steps a trainer took on its own weights",
+              [](const MemberStatus& m) { return Number(m.inner_steps); });
+  w.PerMember(s, "trainer", "hetps_trainer_round_inner_steps", "gauge",
+              "diloco: inner steps of a trainer's last round pushed",
+              [](const MemberStatus& m) { return Number(uint64_t{m.last_round_inner_steps}); });
 
   w.PerMember(s, "server", "hetps_server_pushes_total", "counter", "Push messages a server accepted",
               [](const MemberStatus& m) { return Number(m.pushes); });
   w.PerMember(s, "server", "hetps_server_pulls_total", "counter", "Pull replies a server sent",
               [](const MemberStatus& m) { return Number(m.pulls); });
-  w.PerMember(s, "server", "hetps_server_rounds_total", "counter", "Sync rounds a server completed",
+  w.PerMember(s, "server", "hetps_server_rounds_total", "counter", "Rounds (sync, diloco) a server completed",
               [](const MemberStatus& m) { return Number(m.rounds); });
   w.PerMember(s, "server", "hetps_server_weight_version", "gauge", "Updates applied to a server's partitions",
               [](const MemberStatus& m) { return Number(m.weight_version); });

@@ -52,7 +52,9 @@ Json MemberJson(const MemberStatus& m) {
               {"step_seconds", m.step_seconds},
               {"wait_seconds", m.wait_seconds},
               {"bytes_pushed", m.bytes_pushed},
-              {"bytes_pulled", m.bytes_pulled}});
+              {"bytes_pulled", m.bytes_pulled},
+              {"inner_steps", m.inner_steps},
+              {"last_round_inner_steps", m.last_round_inner_steps}});
   } else {
     j.update({{"weight_version", m.weight_version},
               {"pushes", m.pushes},
@@ -97,6 +99,8 @@ MemberStatus MemberFromJson(const Json& j) {
   Take(j, "wait_seconds", &m.wait_seconds);
   Take(j, "bytes_pushed", &m.bytes_pushed);
   Take(j, "bytes_pulled", &m.bytes_pulled);
+  Take(j, "inner_steps", &m.inner_steps);
+  Take(j, "last_round_inner_steps", &m.last_round_inner_steps);
   Take(j, "weight_version", &m.weight_version);
   Take(j, "pushes", &m.pushes);
   Take(j, "pulls", &m.pulls);

@@ -41,6 +41,8 @@ struct MemberStatus {
   double wait_seconds = 0;
   uint64_t bytes_pushed = 0;
   uint64_t bytes_pulled = 0;
+  uint64_t inner_steps = 0;             // diloco: inner steps so far (`steps` counts rounds)
+  uint32_t last_round_inner_steps = 0;  // diloco: those of its last round pushed
   // Servers.
   uint64_t weight_version = 0;
   uint64_t pushes = 0;

@@ -30,6 +30,7 @@ struct Overrides {
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint32_t round_steps = 0;
   double round_seconds = 0, outer_lr = 0, outer_momentum = 0;
+  bool overlap_rounds = true;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;
@@ -63,6 +64,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
     job->diloco.round_seconds = o.round_seconds;
     job->diloco.round_steps = 0;
   }
+  if (given("--overlap-rounds")) job->diloco.overlap = o.overlap_rounds;
   if (given("--outer-lr")) job->outer_optimizer.lr = o.outer_lr;
   if (given("--outer-momentum")) {
     job->outer_optimizer.momentum = o.outer_momentum;
@@ -137,6 +139,8 @@ int main(int argc, char** argv) {
                  "diloco: seconds per round (0: a length the servers choose; diloco.round_seconds)")
       ->check(CLI::Range(0.0, 86400.0))
       ->excludes(round_steps);
+  app.add_option("--overlap-rounds", o.overlap_rounds,
+                 "diloco: run each round while the last one's weights travel (true | false; diloco.overlap)");
   app.add_option("--outer-lr", o.outer_lr, "diloco: the outer optimizer's learning rate (outer_optimizer.lr)")
       ->check(CLI::PositiveNumber);
   app.add_option("--outer-momentum", o.outer_momentum,

@@ -106,20 +106,25 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
                 job.model.c_str(), std::min(epoch + 1, std::max(job.epochs, 1u)), job.epochs, bar.c_str(),
                 fraction * 100, FormatDuration(job.elapsed_seconds).c_str(), job.phase.c_str());
   lines.push_back(text);
-  std::snprintf(text, sizeof(text), "  all trainers  step %7s  samples %10s  %9s samples/s  loss %s",
-                WithThousands(max_clock).c_str(), WithThousands(samples).c_str(),
+  const char* clock_name = job.rounds ? "round" : "step";
+  std::snprintf(text, sizeof(text), "  all trainers  %s %7s  samples %10s  %9s samples/s  loss %s",
+                clock_name, WithThousands(max_clock).c_str(), WithThousands(samples).c_str(),
                 WithThousands(static_cast<uint64_t>(rate)).c_str(),
                 loss_count ? std::to_string(loss_sum / loss_count).substr(0, 6).c_str() : "-");
   lines.push_back(text);
   if (!job.detail.empty()) lines.push_back("  " + job.detail);
   for (const Member* t : trainers) {
     const char* state = !t->alive ? " (dead)" : t->done ? " (done)" : "";
-    std::snprintf(text, sizeof(text),
-                  "  trainer %-4u  step %7s  samples %10s  %9s samples/s  loss %s  batch %u  %s%s", t->rank,
-                  WithThousands(t->progress.clock).c_str(), WithThousands(t->progress.samples).c_str(),
-                  WithThousands(static_cast<uint64_t>(t->progress.samples_per_second)).c_str(),
-                  t->progress.clock ? std::to_string(t->progress.loss).substr(0, 6).c_str() : "-",
-                  t->progress.batch_size, t->device.c_str(), state);
+    // diloco: the inner steps of its last round pushed, where sync shows the batch per step.
+    const std::string per_step = job.rounds
+                                     ? std::to_string(t->progress.last_round_inner_steps) + " inner steps"
+                                     : "batch " + std::to_string(t->progress.batch_size);
+    std::snprintf(
+        text, sizeof(text), "  trainer %-4u  %s %7s  samples %10s  %9s samples/s  loss %s  %s  %s%s", t->rank,
+        clock_name, WithThousands(t->progress.clock).c_str(), WithThousands(t->progress.samples).c_str(),
+        WithThousands(static_cast<uint64_t>(t->progress.samples_per_second)).c_str(),
+        t->progress.clock ? std::to_string(t->progress.loss).substr(0, 6).c_str() : "-", per_step.c_str(),
+        t->device.c_str(), state);
     lines.push_back(text);
   }
   return lines;

@@ -53,6 +53,7 @@ struct JobView {
   double elapsed_seconds = 0;
   std::string phase;   // "waiting for members", "training", ...
   std::string detail;  // a line of mode-specific figures (e.g. staleness); empty: none
+  bool rounds = false;  // diloco: clocks count rounds, and each trainer shows its inner steps
 };
 
 // The lines of the live block: one for the job and its totals, one per trainer.

@@ -66,8 +66,10 @@ void Scheduler::BeginCheckpoint(bool final) {
     if (!final && !t->done) o.trainers.push_back(t->rank);
   }
   if (sync && !final) {
-    // Progress reports are up to one interval old: the trainers are that much further on.
-    const double lead = kCutLeadSeconds * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5)) +
+    // Progress reports are up to one interval old: the trainers are that much further on. A diloco
+    // round lasts seconds, so a shorter lead (in rounds) reaches the cut as safely and sooner.
+    const double base = job_.mode == ConsistencyMode::kDiloco ? kCutLeadSeconds / 4 : kCutLeadSeconds;
+    const double lead = base * static_cast<double>(1u << std::min<uint32_t>(cut_misses_, 5)) +
                         job_.progress_interval_ms / 1000.0;
     o.round = StepAhead(lead);
     o.lead = std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(lead));

@@ -97,7 +97,20 @@ void Scheduler::ShowProgress(bool force) {
   view.samples_per_epoch = chunks_.samples();
   view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
   view.phase = PhaseName();
-  if (!HasRounds(job_.mode)) {
+  view.rounds = job_.mode == ConsistencyMode::kDiloco;
+  if (view.rounds) {
+    // The tensor bytes a round moves, over every trainer, so far.
+    uint64_t bytes = 0, rounds = 0;
+    for (Member* t : members_.Members(wire::Role::Trainer, false)) {
+      bytes += t->progress.bytes_pushed + t->progress.bytes_pulled;
+    }
+    for (Member* s : members_.Members(wire::Role::Server, false))
+      rounds = std::max(rounds, s->counters.rounds);
+    char text[160];
+    std::snprintf(text, sizeof(text), "%llu rounds, %.1f MB moved per round",
+                  static_cast<unsigned long long>(rounds), rounds > 0 ? bytes / 1e6 / rounds : 0.0);
+    view.detail = text;
+  } else if (!HasRounds(job_.mode)) {
     uint64_t gap = 0;
     const StalenessSummary staleness = Staleness(&gap);
     char text[160];

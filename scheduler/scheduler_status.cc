@@ -135,6 +135,8 @@ void Scheduler::MaybePublishStatus(bool force) {
     ms.wait_seconds = p.wait_seconds;
     ms.bytes_pushed = p.bytes_pushed;
     ms.bytes_pulled = p.bytes_pulled;
+    ms.inner_steps = p.inner_steps;
+    ms.last_round_inner_steps = p.last_round_inner_steps;
     s.epoch = std::max(s.epoch, p.epoch);
     s.samples_per_second += ms.samples_per_second;
     if (training) {

@@ -15,6 +15,8 @@
 #   --loss cross_entropy|mse|nll  its loss (default cross_entropy)
 #   --round-steps H  --round-seconds S  diloco: a round of H inner steps, or of S seconds (default:
 #                         a length the servers choose from the measured synchronisation)
+#   --overlap-rounds true|false  diloco: each round runs while the last one's weights travel
+#                         (default true)
 #   --outer-lr X  --outer-momentum X  diloco: the outer SGD's lr and Nesterov momentum (default 1, 0:
 #                         plain averaging of the trainers' rounds)
 # Trainer options:

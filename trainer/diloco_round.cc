@@ -61,14 +61,23 @@ DilocoRound::DilocoRound(std::vector<torch::Tensor> parameters,
       rounds_(rounds),
       chosen_seconds_(rounds.min_round_seconds) {
   torch::NoGradGuard no_grad;
-  for (const torch::Tensor& p : parameters_) first_.push_back(p.detach().clone());
+  for (const torch::Tensor& p : parameters_) {
+    first_.push_back(p.detach().clone());
+    servers_.push_back(p.detach().clone());
+  }
 }
 
 DilocoRound::~DilocoRound() = default;
 
-void DilocoRound::Begin(double chosen_seconds) {
+void DilocoRound::Restart() {
   torch::NoGradGuard no_grad;
-  for (size_t i = 0; i < parameters_.size(); ++i) first_[i].copy_(parameters_[i]);
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    first_[i].copy_(parameters_[i]);
+    servers_[i].copy_(parameters_[i]);
+  }
+}
+
+void DilocoRound::Begin(double chosen_seconds) {
   if (chosen_seconds > 0) chosen_seconds_ = chosen_seconds;
   began_ = Clock::now();
   steps_ = 0;
@@ -104,13 +113,24 @@ void DilocoRound::SetPseudoGradients() {
   torch::NoGradGuard no_grad;
   for (size_t i = 0; i < parameters_.size(); ++i) {
     parameters_[i].mutable_grad() = first_[i] - parameters_[i].detach();
+    first_[i].copy_(parameters_[i]);
   }
 }
 
-std::vector<std::vector<float>> DilocoRound::FirstWeightsOnHost() const {
+void DilocoRound::Rebase(const std::vector<torch::Tensor>& servers) {
+  torch::NoGradGuard no_grad;
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    servers_[i].copy_(servers[i].view_as(servers_[i]));
+    // weights = servers' + (weights - first): the progress since the push, on the servers' weights.
+    parameters_[i].sub_(first_[i]).add_(servers_[i]);
+    first_[i].copy_(servers_[i]);
+  }
+}
+
+std::vector<std::vector<float>> DilocoRound::ServersWeightsOnHost() const {
   std::vector<std::vector<float>> host;
-  host.reserve(first_.size());
-  for (const torch::Tensor& w : first_) {
+  host.reserve(servers_.size());
+  for (const torch::Tensor& w : servers_) {
     const torch::Tensor cpu = w.to(torch::kCPU).contiguous();
     const float* data = cpu.data_ptr<float>();
     host.emplace_back(data, data + cpu.numel());

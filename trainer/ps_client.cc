@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 #include <thread>
+#include <utility>
 
 #include <ATen/Parallel.h>
 
@@ -140,41 +141,12 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
   auto last_progress = Clock::now();
   while (remaining > 0) {
     // The control channel heartbeats on its own thread; this loop only looks at how it stands.
-    auto readable = AwaitReadable(polled, options_.reply_spin, std::chrono::milliseconds(100));
-    HETPS_RETURN_IF_ERROR(control_->Check());
-    if (control_->paused() != 0)
-      return Status::Unavailable("the scheduler paused the job (a server was lost)");
-    if (const auto notice = control_->shutdown()) {
-      return Status::Unavailable("the scheduler ended the job: " +
-                                 (notice->reason.empty() ? std::string("finished") : notice->reason));
-    }
-    for (uint32_t s = 0; s < sockets_.size(); ++s) {
-      if (!readable[s]) continue;
-      // Drain: a streamed step has several replies in flight per server.
-      while (true) {
-        auto received = TryReceive(sockets_[s], /*router=*/false, reply_limits_[s]);
-        if (!received.ok()) return received.status();
-        if (!received->has_value()) break;
-        const Message& reply = **received;
-        Status valid = reply.over_limit.empty() ? VerifyEnvelope(reply) : Status::Protocol(reply.over_limit);
-        if (!valid.ok())
-          return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
-        // An answer to a request made before the last recovery: what it answers was undone.
-        if (reply.env().generation() < sender_->generation()) continue;
-        if (reply.kind() == wire::Body::Error) {
-          return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
-                                            reply.body<wire::Error>()->reason()->str());
-        }
-        if (reply.kind() != expected || replies[s] == 0) {
-          return Status::Protocol(ServerName(s) + " answered a " + request_name + " with an unexpected " +
-                                  KindName(reply.kind()));
-        }
-        HETPS_RETURN_IF_ERROR(accept(s, reply));
-        --replies[s];
-        --remaining;
-        last_progress = Clock::now();
-      }
-    }
+    AwaitReadable(polled, options_.reply_spin, std::chrono::milliseconds(100));
+    HETPS_RETURN_IF_ERROR(CheckControl());
+    size_t taken = 0;
+    HETPS_RETURN_IF_ERROR(TakeReplies(expected, request_name, replies, accept, &taken));
+    remaining -= taken;
+    if (taken > 0) last_progress = Clock::now();
     if (remaining > 0 && Clock::now() - last_progress > options_.request_timeout) {
       for (uint32_t s = 0; s < sockets_.size(); ++s) {
         if (replies[s] > 0) {
@@ -182,6 +154,45 @@ Status PsClient::AwaitReplies(wire::Body expected, const char* request_name, std
                                  std::to_string(options_.request_timeout.count() / 1000) + " s");
         }
       }
+    }
+  }
+  return Status::Ok();
+}
+
+Status PsClient::CheckControl() const {
+  HETPS_RETURN_IF_ERROR(control_->Check());
+  if (control_->paused() != 0) return Status::Unavailable("the scheduler paused the job (a server was lost)");
+  if (const auto notice = control_->shutdown()) {
+    return Status::Unavailable("the scheduler ended the job: " +
+                               (notice->reason.empty() ? std::string("finished") : notice->reason));
+  }
+  return Status::Ok();
+}
+
+Status PsClient::TakeReplies(wire::Body expected, const char* request_name, std::vector<size_t>& replies,
+                             const std::function<Status(uint32_t, const Message&)>& accept, size_t* taken) {
+  for (uint32_t s = 0; s < sockets_.size(); ++s) {
+    // Drain: a streamed step has several replies in flight per server.
+    while (true) {
+      auto received = TryReceive(sockets_[s], /*router=*/false, reply_limits_[s]);
+      if (!received.ok()) return received.status();
+      if (!received->has_value()) break;
+      const Message& reply = **received;
+      Status valid = reply.over_limit.empty() ? VerifyEnvelope(reply) : Status::Protocol(reply.over_limit);
+      if (!valid.ok()) return Status::Protocol(ServerName(s) + " sent a malformed reply: " + valid.message());
+      // An answer to a request made before the last recovery: what it answers was undone.
+      if (reply.env().generation() < sender_->generation()) continue;
+      if (reply.kind() == wire::Body::Error) {
+        return Status::FailedPrecondition(ServerName(s) + " refused the " + request_name + ": " +
+                                          reply.body<wire::Error>()->reason()->str());
+      }
+      if (reply.kind() != expected || replies[s] == 0) {
+        return Status::Protocol(ServerName(s) + " answered a " + request_name + " with an unexpected " +
+                                KindName(reply.kind()));
+      }
+      HETPS_RETURN_IF_ERROR(accept(s, reply));
+      --replies[s];
+      ++*taken;
     }
   }
   return Status::Ok();
@@ -369,16 +380,27 @@ Status PsClient::SendStep() {
     }
   }
   for (uint32_t s = 0; s < sockets_.size(); ++s) HETPS_RETURN_IF_ERROR(Flush(s));
+  step_awaited_ = step_messages_;
+  step_result_ = PullResult{};
   return Status::Ok();
 }
 
 Result<PsClient::PullResult> PsClient::AwaitStep(const std::vector<float*>& weights) {
-  PullResult result;
   HETPS_RETURN_IF_ERROR(AwaitReplies(
-      wire::Body::Weights, "Push", step_messages_,
-      [&](uint32_t s, const Message& reply) { return AcceptWeights(s, reply, weights, &result); }));
+      wire::Body::Weights, "Push", std::exchange(step_awaited_, {}),
+      [&](uint32_t s, const Message& reply) { return AcceptWeights(s, reply, weights, &step_result_); }));
   HETPS_RETURN_IF_ERROR(CheckAllReceived("Push"));
-  return result;
+  return step_result_;
+}
+
+Result<bool> PsClient::PollStep(const std::vector<float*>& weights) {
+  HETPS_RETURN_IF_ERROR(CheckControl());
+  size_t taken = 0;
+  HETPS_RETURN_IF_ERROR(TakeReplies(
+      wire::Body::Weights, "Push", step_awaited_,
+      [&](uint32_t s, const Message& reply) { return AcceptWeights(s, reply, weights, &step_result_); },
+      &taken));
+  return std::accumulate(step_awaited_.begin(), step_awaited_.end(), size_t{0}) == 0;
 }
 
 Status PsClient::MarkIdle(uint64_t clock) {

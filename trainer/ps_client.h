@@ -120,6 +120,10 @@ class PsClient {
   // after AwaitStep.
   Status SendStep();
   Result<PullResult> AwaitStep(const std::vector<float*>& weights);
+  // Between SendStep and AwaitStep: takes in the replies that have arrived, without waiting,
+  // writing their weights into `weights`; true once every reply of the step is in (AwaitStep then
+  // returns at once). An error as AwaitStep's.
+  Result<bool> PollStep(const std::vector<float*>& weights);
 
   // Per partition, the weight version that pushes report their gradients were computed on: the
   // version last received, unless set otherwise (a trainer computing on older weights than it
@@ -154,6 +158,12 @@ class PsClient {
   // `accept`.
   Status AwaitReplies(wire::Body expected, const char* request_name, std::vector<size_t> replies,
                       const std::function<Status(uint32_t, const Message&)>& accept);
+  // The same for the replies already queued, without waiting: takes them from every server,
+  // counting each down in `replies`; OK when none is left to take now.
+  Status TakeReplies(wire::Body expected, const char* request_name, std::vector<size_t>& replies,
+                     const std::function<Status(uint32_t, const Message&)>& accept, size_t* taken);
+  // Whether the control channel says to stop waiting (a pause, a shutdown, a lost scheduler).
+  Status CheckControl() const;
   std::vector<size_t> OnePerServer() const;
   // Writes the weights of a reply into `weights`. The partitions must be ones this client awaits
   // from that server (awaiting_) and are then no longer awaited.
@@ -185,6 +195,8 @@ class PsClient {
   std::vector<bool> step_pushed_;      // per tensor
   std::vector<Outgoing> outgoing_;     // per server
   std::vector<size_t> step_messages_;  // per server: pushes sent
+  std::vector<size_t> step_awaited_;   // per server: replies to them not yet taken in
+  PullResult step_result_;             // what the replies taken in so far brought
 };
 
 }  // namespace hetps

@@ -81,6 +81,8 @@ class Trainer::Session {
   // the round's first weights, and an evaluation of the newest weights waits for the round's end
   // (deferred_), which would otherwise pull them into the model in the middle of the round.
   Status HandleControlInRound();
+  // The version and the chosen length of the newest round's weights taken in.
+  void NoteRoundWeights();
   // The end of training, every mode: the last report, Done, and the logs.
   Status FinishTraining();
   // Sync and diloco, after a round in which no trainer had data: the last epoch is over once the

@@ -72,6 +72,7 @@ Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
   if (!pulled.ok()) return RecoverIfPaused(pulled.status());
   HETPS_RETURN_IF_ERROR(buffers_->CommitWeights());
   weight_version_ = pulled->weight_version;
+  if (round_) round_->Restart();  // diloco: the next round starts from the servers' weights
   HETPS_LOG(INFO) << "resumed" << (resume.rollback() ? " at step " + std::to_string(clock_) : std::string())
                   << " with the servers' weights of version " << weight_version_;
   return Status::Ok();

@@ -4,6 +4,7 @@
 // answered by the weights of the next round once every live trainer has pushed. Rounds are this
 // trainer's clock: round r is its r-th push, as step r is in sync mode, so checkpoints, a
 // recovery's rollback and a joiner's first round work as in sync.
+#include <algorithm>
 #include <chrono>
 
 #include "common/logging.h"
@@ -42,6 +43,8 @@ Status Trainer::Session::TrainRounds() {
     }
     progress_->Report(Position(), /*force=*/false);
   }
+  // The last round's weights in before Done (after a recovery, the weights pulled then).
+  if (Status drained = Drain(); !drained.ok()) HETPS_RETURN_IF_ERROR(RecoverIfPaused(drained));
   return FinishTraining();
 }
 
@@ -50,6 +53,8 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
   round_->Begin(round_seconds_);
   while (!round_->Over()) {
     HETPS_RETURN_IF_ERROR(HandleControlInRound());
+    HETPS_RETURN_IF_ERROR(step_->PollRound());  // the last round's weights, when they are in
+    NoteRoundWeights();
     auto indices = sampler_->Next(epoch_, job_.batch_size, clock_);
     if (!indices.ok()) return indices.status();
     if (indices->empty()) {
@@ -75,16 +80,22 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
     progress_->Report(Position(), /*force=*/false);
   }
   const auto pushed = std::chrono::steady_clock::now();
-  auto outcome = step_->FinishRound(clock_);
+  auto outcome = step_->FinishRound(clock_, job_.diloco.overlap);
   if (!outcome.ok()) return outcome.status();
   step_seconds_ += SecondsSince(started);
   wait_seconds_ += SecondsSince(pushed);
   ++clock_;
   last_round_inner_steps_ = round_->steps();
-  weight_version_ = outcome->pulled.weight_version;
-  if (outcome->pulled.round_seconds > 0) round_seconds_ = outcome->pulled.round_seconds;
-  *round_samples = outcome->pulled.round_samples;
+  NoteRoundWeights();
+  // Overlapped, the round's weights are yet to come; but this trainer had data, so the round did.
+  *round_samples = outcome->weights_written ? outcome->pulled.round_samples : round_->samples();
   return Status::Ok();
+}
+
+void Trainer::Session::NoteRoundWeights() {
+  const PsClient::PullResult& pulled = step_->round_pulled();
+  weight_version_ = std::max(weight_version_, pulled.weight_version);
+  if (pulled.round_seconds > 0) round_seconds_ = pulled.round_seconds;
 }
 
 Status Trainer::Session::HandleControlInRound() {
@@ -98,8 +109,8 @@ Status Trainer::Session::HandleControlInRound() {
     }
     const wire::EvalRequest& request = *message->body<wire::EvalRequest>();
     if (request.snapshot() > 0) {
-      // The servers' weights stand where this round began until every trainer has pushed it.
-      evaluator_->KeepSnapshot(request, weight_version_, round_->FirstWeightsOnHost());
+      // The servers' weights stand where this trainer last received them until it pushes again.
+      evaluator_->KeepSnapshot(request, weight_version_, round_->ServersWeightsOnHost());
     } else {
       deferred_.push_back(std::move(*message));
     }

@@ -141,6 +141,7 @@ Status Trainer::Session::Setup() {
   weight_version_ = pulled->weight_version;
   round_seconds_ = pulled->round_seconds;
   if (round_) {
+    round_->Restart();
     const DilocoOptions& d = job_.diloco;
     std::ostringstream length;
     if (d.round_steps > 0) {
@@ -152,7 +153,8 @@ Status Trainer::Session::Setup() {
     }
     HETPS_LOG(INFO) << "mode diloco: rounds of " << length.str() << ", inner steps of " << job_.batch_size
                     << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind) << " lr "
-                    << job_.optimizer.lr;
+                    << job_.optimizer.lr
+                    << (d.overlap ? "; each round runs while the last one's weights travel" : "");
   }
   HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
                   << " with the servers' weights of version " << weight_version_ << ", pushing "

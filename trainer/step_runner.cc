@@ -52,7 +52,8 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
   if (options_.local_steps > 1) {
     local_ = std::make_unique<LocalSgd>(buffers_.parameters(), options_.lr_per_sample);
   }
-  if (options_.forward_during_pull) {
+  // Weights received while the model computes on: forward_during_pull's, and diloco's rounds'.
+  if (options_.forward_during_pull || options_.round != nullptr) {
     for (const TensorInfo& tensor : buffers_.signature()) {
       weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
       weights_ahead_targets_.push_back(weights_ahead_.back().data());
@@ -121,62 +122,6 @@ Result<PsClient::PullResult> StepRunner::AwaitWeights(bool timed, double copy_wa
   return *pulled;
 }
 
-Status StepRunner::InnerStep(const std::vector<int64_t>& indices, double* loss, double* seconds) {
-  HETPS_CHECK(options_.round != nullptr && !indices.empty());
-  pacer_.Start();
-  local_round_ = true;  // the hooks leave the gradients alone: the inner optimizer takes them
-  Status status = ForwardBackward(indices, loss);
-  if (status.ok()) {
-    try {
-      options_.round->Step(indices.size());
-    } catch (const c10::Error& e) {
-      status = Status::Internal("LibTorch failed in an inner step of model " + options_.model_name + " on " +
-                                DeviceDescription(device_) + ": " + e.what_without_backtrace());
-    }
-  }
-  local_round_ = false;
-  HETPS_RETURN_IF_ERROR(status);
-  pacer_.Wait();
-  *seconds = pacer_.Seconds();
-  options_.round->Timed(*seconds);
-  ++timings_.steps;
-  return Status::Ok();
-}
-
-Result<StepRunner::Outcome> StepRunner::FinishRound(uint64_t clock) {
-  HETPS_CHECK(options_.round != nullptr);
-  DilocoRound& round = *options_.round;
-  const auto start = Clock::now();
-  const double copy_wait_before = options_.staging ? options_.staging->copy_wait_seconds() : 0;
-  step_clock_ = clock;
-  step_batch_ = static_cast<uint32_t>(round.samples());
-  step_round_ = RoundPush{round.steps(), last_sync_us_};
-  begun_ = false;
-  if (step_batch_ > 0) {
-    try {
-      round.SetPseudoGradients();
-    } catch (const c10::Error& e) {
-      return Status::Internal("LibTorch failed computing the pseudo-gradient of model " +
-                              options_.model_name + " on " + DeviceDescription(device_) + ": " +
-                              e.what_without_backtrace());
-    }
-    if (options_.staging != nullptr) {
-      options_.staging->BeginStep();
-      HETPS_RETURN_IF_ERROR(BeginPushes());
-      size_t pushed = 0;
-      HETPS_RETURN_IF_ERROR(StageAll(&pushed));
-    }
-    HETPS_RETURN_IF_ERROR(PushRemaining());
-  } else {
-    HETPS_RETURN_IF_ERROR(BeginPushes());  // no data: takes part in the round with empty frames
-  }
-  Outcome outcome;
-  HETPS_ASSIGN_OR_RETURN(outcome.pulled, AwaitWeights(step_batch_ > 0, copy_wait_before));
-  const double sync = std::max(0.0, SecondsSince(start) - outcome.pulled.held_seconds);
-  last_sync_us_ = static_cast<uint64_t>(sync * 1e6);
-  return outcome;
-}
-
 Status StepRunner::BeginPushes() {
   if (begun_) return Status::Ok();
   begun_ = true;
@@ -213,6 +158,10 @@ Status StepRunner::CommitWeightsAhead() {
 }
 
 Result<std::optional<PsClient::PullResult>> StepRunner::Drain() {
+  if (round_travelling_) {
+    HETPS_RETURN_IF_ERROR(AwaitRound());
+    return std::optional<PsClient::PullResult>(round_pulled_);
+  }
   if (!travelling_) return std::optional<PsClient::PullResult>();
   const auto start = Clock::now();
   HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());

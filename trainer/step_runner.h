@@ -117,17 +117,26 @@ class StepRunner {
   // pull, an idle mark, the end of training).
   Result<std::optional<PsClient::PullResult>> Drain();
   // Forgets the step still travelling: a recovery cancelled it, and pulls the weights anew.
-  void Abandon() { travelling_ = received_ = false; }
+  void Abandon() { travelling_ = received_ = round_travelling_ = false; }
 
   // mode diloco (Options::round). One inner step on `indices`: forward, backward and the inner
   // optimizer's step on the model's own weights; nothing is pushed. Its mean loss and its
   // seconds (the slowdown's sleeps included) go to the out-parameters. Internal naming the
   // device on a LibTorch failure.
   Status InnerStep(const std::vector<int64_t>& indices, double* loss, double* seconds);
-  // Ends round `clock`: pushes the round's pseudo-gradient (none when the round took no samples,
-  // which takes part in it without data) and writes the weights that follow the round into the
-  // model. Outcome::compute_seconds is 0: the inner steps counted their own.
-  Result<Outcome> FinishRound(uint64_t clock);
+  // Ends round `clock` (trainer/step_runner_rounds.cc): takes in the weights of the round pushed
+  // before it if they are still travelling, pushes this round's pseudo-gradient (none when the
+  // round took no samples, which takes part in it without data) and, unless `overlap` lets the
+  // next round run while it travels, waits for the servers' weights after it and puts the model
+  // on them (DilocoRound::Rebase). Outcome::weights_written says which; compute_seconds is 0:
+  // the inner steps counted their own.
+  Result<Outcome> FinishRound(uint64_t clock, bool overlap);
+  // Between inner steps: takes in what has arrived of the travelling round's weights, and the
+  // model moves onto them once they are all in. Nothing to do when none travels.
+  Status PollRound();
+  // Whether a round's weights are travelling; what the pull of the last one taken in brought.
+  bool round_travelling() const { return round_travelling_; }
+  const PsClient::PullResult& round_pulled() const { return round_pulled_; }
 
  private:
   // Forward and backward on `indices`, pushing every gradient of the step under way.
@@ -164,8 +173,18 @@ class StepRunner {
   // The step under way, begun on the client by BeginPushes.
   uint64_t step_clock_ = 0;
   uint32_t step_batch_ = 0;
-  RoundPush step_round_;       // diloco: what the round's pushes say besides its samples
-  uint64_t last_sync_us_ = 0;  // diloco: the last round's synchronisation, less the servers' hold
+  // diloco: what the round's pushes say besides its samples; the last round's synchronisation
+  // (less the servers' hold); a pushed round whose weights are travelling (into weights_ahead_),
+  // since when, and what the pull brought.
+  RoundPush step_round_;
+  uint64_t last_sync_us_ = 0;
+  bool round_travelling_ = false;
+  std::chrono::steady_clock::time_point round_sent_{};
+  PsClient::PullResult round_pulled_;
+  // diloco: the travelling round's weights are all in: the model moves onto them.
+  Status CommitRound(const PsClient::PullResult& pulled);
+  // diloco: waits for the rest of the travelling round's weights (its wait counts as wire time).
+  Status AwaitRound();
   bool begun_ = false;
   // forward_during_pull: a step's weights are travelling (sent, not awaited); weights received
   // but not yet in the model; their versions and the versions of the model's weights.

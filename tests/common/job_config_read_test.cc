@@ -92,6 +92,7 @@ diloco:
   sync_share: 0.1
   min_round_seconds: 0.5
   max_round_seconds: 30
+  overlap: false
 outer_optimizer:
   name: sgd
   momentum: 0.9
@@ -162,6 +163,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.diloco.sync_share == 0.1);
   CATCH_CHECK(o.diloco.min_round_seconds == 0.5);
   CATCH_CHECK(o.diloco.max_round_seconds == 30);
+  CATCH_CHECK(!o.diloco.overlap);
   // The outer SGD's lr defaults to 1 (plain averaging's), not torch's 0.01.
   CATCH_CHECK(o.outer_optimizer.kind == Kind::kSgd);
   CATCH_CHECK(o.outer_optimizer.lr == 1.0);
@@ -208,6 +210,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(again.http.listen == o.http.listen);
   CATCH_CHECK(again.diloco.round_seconds == o.diloco.round_seconds);
   CATCH_CHECK(again.diloco.max_round_seconds == o.diloco.max_round_seconds);
+  CATCH_CHECK(!again.diloco.overlap);
   CATCH_CHECK(again.outer_optimizer.lr == o.outer_optimizer.lr);
   CATCH_CHECK(again.outer_optimizer.nesterov);
 

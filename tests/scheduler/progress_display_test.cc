@@ -132,6 +132,26 @@ CATCH_TEST_CASE("ProgressLines shows the job, the totals and one line per traine
   CATCH_CHECK(lines[4].substr(lines[4].size() - 7) == " (done)");
 }
 
+CATCH_TEST_CASE("In mode diloco ProgressLines counts rounds and shows each trainer's inner steps",
+                "[scheduler][progress_display]") {
+  JobView job = Job();
+  job.mode = "diloco";
+  job.rounds = true;
+  job.detail = "12 rounds, 4.3 MB moved per round";
+  Member fast = Trainer(0, "cuda:0", 12, 300, 0.5, 100);
+  fast.progress.last_round_inner_steps = 160;
+  Member slow = Trainer(1, "mps", 12, 100, 0.6, 30);
+  slow.progress.last_round_inner_steps = 40;
+  const std::vector<std::string> lines = ProgressLines(job, {&fast, &slow});
+  CATCH_REQUIRE(lines.size() == 3 + 2);
+  CATCH_CHECK(Contains(lines[1], "round      12"));
+  CATCH_CHECK(Contains(lines[2], "12 rounds, 4.3 MB moved per round"));
+  CATCH_CHECK(Contains(lines[3], "round      12"));
+  CATCH_CHECK(Contains(lines[3], "160 inner steps"));
+  CATCH_CHECK(Contains(lines[4], "40 inner steps"));
+  CATCH_CHECK_FALSE(Contains(lines[4], "batch"));
+}
+
 CATCH_TEST_CASE("ProgressLines copes with no trainers, no progress and overshoot",
                 "[scheduler][progress_display]") {
   CATCH_SECTION("no trainers yet") {

@@ -49,12 +49,12 @@ OptimizerOptions InnerSgd(double momentum) {
   return inner;
 }
 
-// One trainer of a running diloco job: `rounds` rounds of `round_steps` inner steps each on the
-// batches `batch_rows(round, step)`; returns its model's weights after the last round (the
-// servers' weights).
+// One trainer of a running diloco job: kRounds rounds of `round_steps` inner steps each on the
+// batches `batch_rows(rank, round, step)`, with or without `overlap`; returns its model's weights
+// after the last round (the servers' weights).
 Result<std::vector<torch::Tensor>> TrainRounds(
     testing::LocalCluster& cluster, const Dataset& train, const OptimizerOptions& inner, uint32_t round_steps,
-    const std::function<std::vector<int64_t>(uint32_t, int, uint32_t)>& batch_rows) {
+    const std::function<std::vector<int64_t>(uint32_t, int, uint32_t)>& batch_rows, bool overlap = false) {
   HETPS_ASSIGN_OR_RETURN(testing::ScriptedModel joined, testing::JoinScriptedModel(cluster, "mlp"));
   DilocoOptions rounds;
   rounds.round_steps = round_steps;
@@ -70,11 +70,24 @@ Result<std::vector<torch::Tensor>> TrainRounds(
       double loss = 0, seconds = 0;
       HETPS_RETURN_IF_ERROR(runner.InnerStep(batch_rows(rank, r, round->steps()), &loss, &seconds));
     }
-    HETPS_ASSIGN_OR_RETURN(StepRunner::Outcome outcome, runner.FinishRound(static_cast<uint64_t>(r)));
+    HETPS_ASSIGN_OR_RETURN(StepRunner::Outcome outcome,
+                           runner.FinishRound(static_cast<uint64_t>(r), overlap));
+    if (overlap) {
+      // The round travels while the next one runs; its weights are taken in by the next's end.
+      if (outcome.weights_written || !runner.round_travelling()) {
+        return Status::Internal("round " + std::to_string(r) + " did not travel while the next ran");
+      }
+      continue;
+    }
     if (outcome.pulled.weight_version != static_cast<uint64_t>(r + 1)) {
       return Status::Internal("round " + std::to_string(r) + " came back at version " +
                               std::to_string(outcome.pulled.weight_version));
     }
+  }
+  HETPS_RETURN_IF_ERROR(runner.Drain().status());  // the last round's weights
+  if (runner.round_pulled().weight_version != static_cast<uint64_t>(kRounds)) {
+    return Status::Internal("the last round came back at version " +
+                            std::to_string(runner.round_pulled().weight_version));
   }
   return testing::ModelWeights(*joined.model);
 }
@@ -122,6 +135,23 @@ CATCH_TEST_CASE("One diloco trainer with one inner SGD step per round and plain 
   CATCH_REQUIRE(trained.ok());
   std::vector<std::vector<int64_t>> steps;
   for (int r = 0; r < kRounds; ++r) steps.push_back(Rows(r * kBatch, kBatch));
+  CheckClose(*trained, Sgd(train, steps));
+  cluster.Stop();
+}
+
+CATCH_TEST_CASE("With rounds overlapping their transfers, one diloco trainer still trains as SGD",
+                "[trainer][diloco]") {
+  // Each round's progress is pushed and not lost: the servers' weights after it, taken in during
+  // the next round, add to the model exactly what the next round has trained since.
+  const Dataset train = Train();
+  testing::LocalCluster cluster(DilocoJob(1, 2));
+  CATCH_REQUIRE(cluster.Start().ok());
+  auto rows = [](uint32_t, int round, uint32_t step) { return Rows((2 * round + step) * kBatch, kBatch); };
+  auto trained = TrainRounds(cluster, train, InnerSgd(0), 2, rows, /*overlap=*/true);
+  CATCH_INFO(trained.status().ToString());
+  CATCH_REQUIRE(trained.ok());
+  std::vector<std::vector<int64_t>> steps;
+  for (int k = 0; k < 2 * kRounds; ++k) steps.push_back(Rows(k * kBatch, kBatch));
   CheckClose(*trained, Sgd(train, steps));
   cluster.Stop();
 }
