@@ -11,7 +11,9 @@
 # cores, 1 : 0.25), home-slowlink (home with the slow machine on 100 Mbit), stalls (equal, the
 # laptop frozen 4 s of every 15 s) and, when named, stalls-remote (stalls with the server on a third
 # machine, so that both trainers keep one pace between stalls) and stalls-short (stalls-remote's
-# machines, the laptop frozen 0.6 s of every 5 s: a stall an ssp bound covers). With --local only
+# machines, the laptop frozen 0.6 s of every 5 s: a stall an ssp bound covers) and home-gpu (home
+# with its links scaled down by a GPU's speed-up over this host's CPU, 30: the compute-to-transfer
+# ratio of an NVIDIA desktop and a Mac on Wi-Fi; see the spec). With --local only
 # equal (--slowdown 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
 # (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
 # speed, async, async whole (async_batch: whole with the staleness-aware rate), async local (async
@@ -98,7 +100,7 @@ if ((local_form)); then
   extra=()
 else
   known=(equal home home-slowlink stalls)
-  extra=(stalls-remote stalls-short)   # run when named
+  extra=(stalls-remote stalls-short home-gpu)   # run when named
 fi
 if ((quick)); then
   seeds=1

@@ -20,8 +20,8 @@ double RoundLength::For(uint64_t round) {
   if (round > 0) {
     auto it = longest_.find(round - 1);
     if (it != longest_.end()) {
-      chosen_ = std::clamp(it->second / options_.sync_share, options_.min_round_seconds,
-                           options_.max_round_seconds);
+      const double wanted = options_.overlap ? it->second * kOverlapMargin : it->second / options_.sync_share;
+      chosen_ = std::clamp(wanted, options_.min_round_seconds, options_.max_round_seconds);
     }
   }
   // Rounds before the one asked for are decided; a later round's pushes may already be here.

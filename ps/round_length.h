@@ -1,10 +1,12 @@
 // RoundLength: how long the rounds of mode diloco last when the job leaves it to the servers
 // (diloco: round_steps and round_seconds both 0). Every push carries how long its trainer's
 // previous round took to synchronise (Push.sync_us: its pseudo-gradient out and the new weights
-// in, less the time the servers held it for others); the round after round r lasts the longest
-// such time among r's pushes over sync_share, within [min_round_seconds, max_round_seconds], so
-// that no trainer spends more than that share of a round synchronising. Until a round brings a
-// measurement, rounds keep the length chosen last (at first min_round_seconds).
+// in, less the time the servers held it for others). The round after round r lasts, within
+// [min_round_seconds, max_round_seconds], the longest such time among r's pushes over sync_share
+// (no trainer waits for its weights more than that share of a round) or, with overlap (the
+// trainers compute while their rounds travel), kOverlapMargin times it (a round's weights arrive
+// before the next round ends, so nobody waits, and rounds are as short as the links allow). Until
+// a round brings a measurement, rounds keep the length chosen last (at first min_round_seconds).
 //
 // Every server sees every trainer's pushes of a round, so each chooses the same length. Plain
 // data, owned by the Shard on the server's I/O thread.
@@ -19,6 +21,9 @@ namespace hetps {
 
 class RoundLength {
  public:
+  // With overlap: a round's length over its longest synchronisation.
+  static constexpr double kOverlapMargin = 1.25;
+
   explicit RoundLength(const DilocoOptions& options);
 
   // A push of round `round` whose trainer's previous round synchronised in `sync_seconds` (0: it

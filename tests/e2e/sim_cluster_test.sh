@@ -2,7 +2,8 @@
 # scripts/sim_cluster.sh end to end: the MLP trains to its usual accuracy on the home cluster in
 # a box (benchmarks/clusters/home.yaml: 1.2 and 0.3 cores), the slow machine's trainer really is
 # slower, and after a finished job, a failed one and one interrupted with SIGINT (and a SIGTERM on
-# top) while a machine is frozen, no namespace, link, cgroup or process of the run is left; a bad
+# top) while a machine is frozen, no namespace, link, cgroup or process of the run is left (a diloco
+# job on the same machines too, its slow machine taking fewer inner steps per round); a bad
 # spec gets an error naming the machine and the field (a bad local_steps too). Needs root: exits
 # 77 (skipped) without it.
 #   sim_cluster_test.sh BUILD_DIR
@@ -112,6 +113,27 @@ grep -qE '^\| home \| 0\.[0-9]{4} \(' <<<"$report" ||
   fail "time_to_accuracy.py did not report the accuracy between 0 and 1000 s: $report"
 echo "$report"
 nothing_left "a finished job"
+
+# Mode diloco on the same machines, two epochs: rounds of 1 s, in which the mac (a quarter of the
+# desktop's CPU) takes fewer inner steps than the desktop instead of making it wait.
+run_tool diloco --spec "$root/benchmarks/clusters/home.yaml" --mode diloco --round-seconds 1 --epochs 2 \
+  --lr 0.05 --momentum 0.9 --summary "$work/diloco.json" --no-checkpoints
+wait_tool
+[[ $code == 0 ]] || fail "the diloco job on home.yaml: exit $code"
+/usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/diloco.json" diloco 1 2 0.80 60000 ||
+  fail "the diloco job on home.yaml fell short"
+/usr/bin/python3 - "$work/diloco.json" <<'PY' || fail "the diloco rounds"
+import json, sys
+s = json.load(open(sys.argv[1]))
+by_host = {t["host"]: t for t in s["trainer_details"]}
+fast, slow = by_host["desktop"], by_host["mac"]
+assert s["rounds"] >= 2 and fast["steps"] == slow["steps"] == s["rounds"], (s["rounds"], fast, slow)
+ratio = slow["inner_steps"] / fast["inner_steps"]
+assert ratio < 0.6, f"the mac took {ratio:.2f} of the desktop's inner steps"
+print(f"ok: diloco, {s['rounds']} rounds; the mac took {ratio:.2f} of the desktop's inner steps; "
+      f"accuracy {s['final_test_accuracy']:.4f}")
+PY
+nothing_left "a finished diloco job"
 
 # A job that fails: the trainers find no data; the tool names them and exits 1.
 run_tool failing --spec "$root/benchmarks/clusters/home.yaml" --data-dir "$work/no-such-dir" --no-checkpoints

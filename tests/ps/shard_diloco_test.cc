@@ -165,6 +165,7 @@ CATCH_TEST_CASE("The servers choose a diloco round long enough that its synchron
   const ShardMap map = TestMap();
   auto shard = MakeShard(map, ConsistencyMode::kDiloco, [](Shard::Options& o) {
     o.optimizer = DefaultOuterOptimizer();
+    o.diloco.overlap = false;
     o.diloco.sync_share = 0.05;
     o.diloco.min_round_seconds = 1;
     o.diloco.max_round_seconds = 60;
@@ -189,6 +190,30 @@ CATCH_TEST_CASE("The servers choose a diloco round long enough that its synchron
   CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(2, 64, 1, delta, 100000)).ok());
   shard->workers().Flush();
   CATCH_CHECK(round_seconds() == 60.0);
+}
+
+CATCH_TEST_CASE(
+    "With rounds overlapping their transfers, the servers choose rounds a little longer than "
+    "their synchronisation",
+    "[ps][shard][diloco]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kDiloco, [](Shard::Options& o) {
+    o.optimizer = DefaultOuterOptimizer();
+    o.diloco.overlap = true;
+    o.diloco.min_round_seconds = 1;
+  });
+  shard->SetLiveTrainers({0});
+  CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
+  auto round_seconds = [&] { return Build(*shard, {0, 2})->body().round_seconds(); };
+  const Floats delta = Ramp(0.0f, 0.001f);
+  // 0.4 s to synchronise: 0.5 s would do, but no round is shorter than 1 s.
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(0, 64, 1, delta, 400000)).ok());
+  shard->workers().Flush();
+  CATCH_CHECK(round_seconds() == 1.0);
+  // 8 s (a slow link): 10 s rounds, where waiting for them would need 160 s.
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(1, 64, 1, delta, 8000000)).ok());
+  shard->workers().Flush();
+  CATCH_CHECK(std::abs(round_seconds() - 8.0 * RoundLength::kOverlapMargin) < 1e-9);
 }
 
 CATCH_TEST_CASE("Diloco rounds of a fixed length leave the choice to the trainers", "[ps][shard][diloco]") {
