@@ -197,6 +197,18 @@ Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* 
       {"mean", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.mean); }},
       {"std", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.std); }},
       {"serve", [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o.serve); }},
+      {"dtype",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadChoice(n, w, {"uint16", "uint32"}, &o.token_dtype);
+       }},
+      {"context",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{1}, uint32_t{1} << 20, &o.context);
+       }},
+      {"vocab",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{0}, uint32_t{1} << 31, &o.vocab);
+       }},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "data.", fields));
   HETPS_RETURN_IF_ERROR(ValidateDataOptions(o).WithContext(Where(source, node, "data")));

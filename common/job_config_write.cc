@@ -40,6 +40,11 @@ std::string JobOptionsToYaml(const JobOptions& o) {
     out << YAML::Key << "mean" << YAML::Value << d.mean;
     out << YAML::Key << "std" << YAML::Value << d.std;
     out << YAML::Key << "serve" << YAML::Value << d.serve;
+    if (d.format == "tokens") {
+      if (!d.token_dtype.empty()) out << YAML::Key << "dtype" << YAML::Value << d.token_dtype;
+      out << YAML::Key << "context" << YAML::Value << d.context;
+      out << YAML::Key << "vocab" << YAML::Value << d.vocab;
+    }
     out << YAML::EndMap;
   }
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);

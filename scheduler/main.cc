@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "http/http_server.h"
 #include "scheduler/scheduler.h"
+#include "trainer/data/token_file.h"
 
 namespace {
 
@@ -251,6 +252,14 @@ int main(int argc, char** argv) {
     auto train = hetps::LoadDataset(data, hetps::DatasetSplit::kTrain, data_dir);
     if (!train.ok()) return hetps::FatalError("hetps-scheduler", train.status().WithContext("data.train"));
     options.train_data = std::make_shared<const hetps::HostDataset>(std::move(*train));
+    if (options.train_data->tokens) {
+      // Trainers check their token files against the vocabulary and id type found here.
+      options.job.data.vocab = options.train_data->classes;
+      options.job.data.token_dtype = hetps::TokenDTypeName(options.train_data->tokens->dtype());
+      HETPS_LOG(INFO) << "token data: " << options.train_data->tokens->size() << " training tokens in "
+                      << options.train_data->source << ", vocabulary " << options.job.data.vocab << ", "
+                      << options.train_data->samples << " windows of " << job.data.context << " per epoch";
+    }
     if (job.data.serve) {
       auto test = hetps::LoadDataset(data, hetps::DatasetSplit::kTest, data_dir, options.train_data->classes);
       if (!test.ok()) return hetps::FatalError("hetps-scheduler", test.status().WithContext("data.test"));

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
 
 #include <torch/torch.h>
 
@@ -70,8 +69,7 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
     model_.eval();
     for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
       const int64_t end = std::min<int64_t>(n, begin + options_.batch_size);
-      indices.resize(static_cast<size_t>(end - begin));
-      std::iota(indices.begin(), indices.end(), begin);
+      indices = OrderedSampleIndices(test_, begin, end);
       Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
       measures.Add(model_.forward(batch.input), batch.target);
       HETPS_RETURN_IF_ERROR(control_.Check());  // stop when the scheduler is gone

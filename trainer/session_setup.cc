@@ -3,7 +3,6 @@
 // pull of the weights.
 #include <algorithm>
 #include <filesystem>
-#include <numeric>
 
 #include <torch/torch.h>
 
@@ -11,6 +10,7 @@
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/transport.h"
+#include "trainer/data/token_data.h"
 #include "trainer/device/blas_check.h"
 #include "trainer/device/device.h"
 #include "trainer/device/torch_build.h"
@@ -113,6 +113,12 @@ Status Trainer::Session::Setup() {
                                            eval_options);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
+  if (train_.is_tokens()) {
+    // Token windows start elsewhere every epoch (trainer/data/token_data.h).
+    sampler_->set_sample_map([host = train_.host, seed = job_.seed](uint32_t epoch, int64_t window) {
+      return TrainingWindowStart(*host, seed, epoch, window);
+    });
+  }
   if (fetcher_) {
     // A granted chunk's samples arrive at once, in a few large replies, not step by step.
     DataFetcher* fetcher = fetcher_.get();
@@ -274,9 +280,7 @@ Status Trainer::Session::BuildModelOnDevice() {
   if (!model.ok()) return model.status();
   model_ = *model;
   if (!job_.model_file.empty()) {
-    const int64_t count = std::min<int64_t>(2, train_.size());
-    std::vector<int64_t> indices(static_cast<size_t>(count));
-    std::iota(indices.begin(), indices.end(), 0);
+    const std::vector<int64_t> indices = OrderedSampleIndices(train_, 0, std::min<int64_t>(2, train_.size()));
     // Class targets: the data's class count (the built-in data's 10); regression: unused.
     const int64_t classes = train_.classes > 0 ? train_.classes : kFashionMnistClasses;
     try {
