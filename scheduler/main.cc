@@ -291,8 +291,16 @@ int main(int argc, char** argv) {
   const hetps::RunSummary& summary = scheduler.summary();
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
   const bool r2 = summary.metric == "r2";
-  std::printf("final test %s %.4f (test loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n",
-              r2 ? "R2" : "accuracy", r2 ? summary.final_test_r2 : summary.final_test_accuracy,
+  char measure[160];
+  if (summary.metric == "perplexity") {
+    std::snprintf(measure, sizeof(measure), "perplexity %.3f (%.3f bits/token, next-token accuracy %.4f, ",
+                  summary.final_test_perplexity, summary.final_test_bits_per_token,
+                  summary.final_test_accuracy);
+  } else {
+    std::snprintf(measure, sizeof(measure), "%s %.4f (", r2 ? "R2" : "accuracy",
+                  r2 ? summary.final_test_r2 : summary.final_test_accuracy);
+  }
+  std::printf("final test %stest loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n", measure,
               summary.final_test_loss, summary.epochs, summary.epochs == 1 ? "" : "s",
               summary.samples_per_second, summary.wall_seconds, job.summary.empty() ? "" : "; summary in ",
               job.summary.c_str());

@@ -285,8 +285,8 @@ Status Trainer::Session::BuildModelOnDevice() {
     const int64_t classes = train_.classes > 0 ? train_.classes : kFashionMnistClasses;
     try {
       Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
-      HETPS_RETURN_IF_ERROR(
-          CheckModelOnBatch(*model_, "model file " + model_path_, batch.input, job_.loss, classes));
+      HETPS_RETURN_IF_ERROR(CheckModelOnBatch(*model_, "model file " + model_path_, batch.input, job_.loss,
+                                              classes, train_.is_tokens() ? batch.target.size(1) : 0));
     } catch (const c10::Error& e) {
       return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
                               e.what_without_backtrace());
