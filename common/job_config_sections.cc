@@ -226,7 +226,7 @@ Status ReadHttp(const YAML::Node& node, const std::string& source, HttpOptions* 
 Status ReadModel(const YAML::Node& node, const std::string& source, const std::string& where,
                  JobOptions* out) {
   if (!node.IsMap()) {
-    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, {"mlp", "cnn"}, &out->model));
+    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, {"mlp", "cnn", "gpt"}, &out->model));
     out->model_file.clear();
     out->loss = Loss::kCrossEntropy;
     return Status::Ok();
@@ -243,7 +243,7 @@ Status ReadModel(const YAML::Node& node, const std::string& source, const std::s
   if (file.empty()) {
     return Status::InvalidArgument(Where(source, node, "model.torchscript") +
                                    ": required in a model map (the TorchScript file to train); "
-                                   "built-in models are written model: mlp | cnn");
+                                   "built-in models are written model: mlp | cnn | gpt");
   }
   out->model = "torchscript";
   out->model_file = file;

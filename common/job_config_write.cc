@@ -19,6 +19,15 @@ std::string JobOptionsToYaml(const JobOptions& o) {
     out << YAML::Key << "loss" << YAML::Value << LossName(o.loss);
     out << YAML::EndMap;
   }
+  if (o.model == "gpt") {
+    const ModelOptions& m = o.model_options;
+    out << YAML::Key << "model_options" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "layers" << YAML::Value << m.layers;
+    out << YAML::Key << "heads" << YAML::Value << m.heads;
+    out << YAML::Key << "width" << YAML::Value << m.width;
+    out << YAML::Key << "context" << YAML::Value << m.context;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "dataset" << YAML::Value << o.dataset;
   {
     const DataOptions& d = o.data;

@@ -105,7 +105,8 @@ int main(int argc, char** argv) {
       "hetps-scheduler");
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
-  app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--model", o.model, "Model: mlp | cnn | gpt (gpt: token data)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}));
   app.add_option("--model-file", o.model_file,
                  "Train this TorchScript file (torch.jit.script(model).save(FILE)) instead of a "
                  "built-in model: the job file's model: {torchscript: FILE}")

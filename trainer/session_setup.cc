@@ -269,7 +269,12 @@ Result<std::string> Trainer::Session::FetchModelFile() {
 }
 
 Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device) {
-  if (job_.model_file.empty()) return BuildModel(job_.model, job_.seed);
+  if (job_.model_file.empty()) {
+    // A model of sequences takes its vocabulary, and unless told its positions, from the data.
+    ModelOptions shape = job_.model_options;
+    if (shape.context == 0) shape.context = job_.data.context;
+    return BuildModel(job_.model, job_.seed, shape, train_.classes);
+  }
   HETPS_ASSIGN_OR_RETURN(model_path_, FindModelFile());
   return LoadTorchScriptModel(model_path_, device);
 }
