@@ -19,7 +19,8 @@ struct DataFiles {
 };
 
 struct DataOptions {
-  std::string format;                 // empty: the built-in data set (`dataset`); otherwise idx | csv | npy
+  std::string format;                 // empty: the built-in data set (`dataset`); otherwise idx | csv | npy |
+                                      // tokens
   DataFiles train;                    // required with a format
   DataFiles test;                     // required with a format
   bool header = false;                // csv: the first line holds column names, not a sample
@@ -34,6 +35,11 @@ struct DataOptions {
   double mean = 0;
   double std = 1;      // > 0
   bool serve = false;  // trainers without the files receive them from the scheduler
+  // format tokens (token files, memory-mapped; trainer/data/token_data.h):
+  std::string token_dtype;  // the id type of raw token files: uint16 | uint32; empty: what the
+                            // vocab.json beside them says (an .npy says its own)
+  uint32_t context = 0;     // tokens per sample (window); required, 1..1048576
+  uint32_t vocab = 0;       // ids run 0..vocab-1; 0: vocab.json's vocab_size, else the largest id + 1
 };
 
 // The format names allowed in `data.format`.

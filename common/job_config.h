@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/data_options.h"
+#include "common/model_options.h"
 #include "common/optimizer_options.h"
 #include "common/status.h"
 #include "messages_generated.h"
@@ -130,8 +131,9 @@ struct HttpOptions {
 constexpr uint32_t kMaxRequestTimeoutMs = 24 * 3600 * 1000;
 
 struct JobOptions {
-  std::string model = "cnn";              // built-in model: mlp | cnn; "torchscript" with
+  std::string model = "cnn";              // built-in model: mlp | cnn | gpt; "torchscript" with
                                           // model_file
+  ModelOptions model_options;             // model gpt's shape (the model_options section)
   std::string model_file;                 // model: {torchscript: FILE}: a TorchScript file the
                                           // trainers load (docs/models.md); empty: built-in
   Loss loss = Loss::kCrossEntropy;        // model: {loss: ...}: TorchScript models only

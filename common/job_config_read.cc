@@ -25,6 +25,10 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
   return {
       {"model",
        [o, source](const YAML::Node& n, const std::string& w) { return ReadModel(n, source, w, o); }},
+      {"model_options",
+       [o, source](const YAML::Node& n, const std::string&) {
+         return ReadModelOptions(n, source, &o->model_options);
+       }},
       {"dataset", [o](const YAML::Node& n,
                       const std::string& w) { return ReadChoice(n, w, {"fashion-mnist"}, &o->dataset); }},
       {"data",

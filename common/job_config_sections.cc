@@ -221,6 +221,18 @@ Status ReadData(const YAML::Node& node, const std::string& source, DataOptions* 
       {"mean", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.mean); }},
       {"std", [&](const YAML::Node& n, const std::string& w) { return ReadDouble(n, w, &o.std); }},
       {"serve", [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &o.serve); }},
+      {"dtype",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadChoice(n, w, {"uint16", "uint32"}, &o.token_dtype);
+       }},
+      {"context",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{1}, uint32_t{1} << 20, &o.context);
+       }},
+      {"vocab",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint32_t{0}, uint32_t{1} << 31, &o.vocab);
+       }},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "data.", fields));
   HETPS_RETURN_IF_ERROR(ValidateDataOptions(o).WithContext(Where(source, node, "data")));
@@ -238,7 +250,7 @@ Status ReadHttp(const YAML::Node& node, const std::string& source, HttpOptions* 
 Status ReadModel(const YAML::Node& node, const std::string& source, const std::string& where,
                  JobOptions* out) {
   if (!node.IsMap()) {
-    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, {"mlp", "cnn"}, &out->model));
+    HETPS_RETURN_IF_ERROR(ReadChoice(node, where, {"mlp", "cnn", "gpt"}, &out->model));
     out->model_file.clear();
     out->loss = Loss::kCrossEntropy;
     return Status::Ok();
@@ -255,7 +267,7 @@ Status ReadModel(const YAML::Node& node, const std::string& source, const std::s
   if (file.empty()) {
     return Status::InvalidArgument(Where(source, node, "model.torchscript") +
                                    ": required in a model map (the TorchScript file to train); "
-                                   "built-in models are written model: mlp | cnn");
+                                   "built-in models are written model: mlp | cnn | gpt");
   }
   out->model = "torchscript";
   out->model_file = file;

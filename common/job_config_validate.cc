@@ -38,6 +38,33 @@ Status ValidateDiloco(const JobOptions& o) {
   return Status::Ok();
 }
 
+// Token data goes with a sequence loss and a model of sequences, and model gpt with token data.
+Status ValidateLanguageModel(const JobOptions& o) {
+  const bool tokens = o.data.format == "tokens";
+  if (o.model == "gpt" && !tokens) {
+    return Status::InvalidArgument(
+        "model: gpt needs token data (data: {format: tokens, ...}); this job's data is " +
+        (o.data.format.empty() ? o.dataset : "format " + o.data.format));
+  }
+  if (tokens && (o.model == "mlp" || o.model == "cnn")) {
+    return Status::InvalidArgument(
+        "model: " + o.model +
+        " takes images; token data needs model gpt or a TorchScript model of sequences");
+  }
+  if (tokens && o.loss == Loss::kMse) {
+    return Status::InvalidArgument(
+        "loss: mse does not take token data; its targets are the next tokens "
+        "(cross_entropy or nll)");
+  }
+  HETPS_RETURN_IF_ERROR(ValidateModelOptions(o.model_options));
+  if (o.model == "gpt" && o.model_options.context != 0 && o.model_options.context < o.data.context) {
+    return Status::InvalidArgument("model_options.context: " + std::to_string(o.model_options.context) +
+                                   " positions are fewer than data.context (" +
+                                   std::to_string(o.data.context) + " tokens per sample)");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status ValidateJobOptions(const JobOptions& o) {
@@ -79,14 +106,15 @@ Status ValidateJobOptions(const JobOptions& o) {
       return Status::InvalidArgument("model: '" + o.model + "' with a TorchScript file " + o.model_file +
                                      "; give one or the other");
     }
-  } else if (o.model != "mlp" && o.model != "cnn") {
-    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn, or " +
+  } else if (o.model != "mlp" && o.model != "cnn" && o.model != "gpt") {
+    return Status::InvalidArgument("model: '" + o.model + "' is unknown; allowed: mlp, cnn, gpt, or " +
                                    "{torchscript: FILE, loss: ...}");
   } else if (o.loss != Loss::kCrossEntropy) {
     return Status::InvalidArgument(std::string("loss: ") + LossName(o.loss) +
                                    " needs a TorchScript model (model: {torchscript: FILE, loss: ...}); "
                                    "the built-in models train with cross_entropy");
   }
+  HETPS_RETURN_IF_ERROR(ValidateLanguageModel(o));
   if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
   if (!o.http.listen.empty() && !LooksLikeHostPort(o.http.listen)) {
     return Status::InvalidArgument("http.listen: '" + o.http.listen +

@@ -50,6 +50,15 @@ std::string JobOptionsToYaml(const JobOptions& o) {
     out << YAML::Key << "loss" << YAML::Value << LossName(o.loss);
     out << YAML::EndMap;
   }
+  if (o.model == "gpt") {
+    const ModelOptions& m = o.model_options;
+    out << YAML::Key << "model_options" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "layers" << YAML::Value << m.layers;
+    out << YAML::Key << "heads" << YAML::Value << m.heads;
+    out << YAML::Key << "width" << YAML::Value << m.width;
+    out << YAML::Key << "context" << YAML::Value << m.context;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "dataset" << YAML::Value << o.dataset;
   {
     const DataOptions& d = o.data;
@@ -71,6 +80,11 @@ std::string JobOptionsToYaml(const JobOptions& o) {
     out << YAML::Key << "mean" << YAML::Value << d.mean;
     out << YAML::Key << "std" << YAML::Value << d.std;
     out << YAML::Key << "serve" << YAML::Value << d.serve;
+    if (d.format == "tokens") {
+      if (!d.token_dtype.empty()) out << YAML::Key << "dtype" << YAML::Value << d.token_dtype;
+      out << YAML::Key << "context" << YAML::Value << d.context;
+      out << YAML::Key << "vocab" << YAML::Value << d.vocab;
+    }
     out << YAML::EndMap;
   }
   out << YAML::Key << "mode" << YAML::Value << ModeName(o.mode);

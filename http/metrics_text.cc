@@ -166,6 +166,11 @@ std::string RenderMetrics(const StatusSnapshot& s) {
     w.Sample("hetps_eval_test_accuracy_ratio", "", Number(e.test_accuracy));
     w.Family("hetps_eval_test_loss", "gauge", "Test loss of the newest evaluation");
     w.Sample("hetps_eval_test_loss", "", Number(e.test_loss));
+    if (s.metric == "perplexity") {
+      w.Family("hetps_eval_test_perplexity", "gauge",
+               "Test perplexity of the newest evaluation (token data)");
+      w.Sample("hetps_eval_test_perplexity", "", Number(e.test_perplexity));
+    }
   }
 
   w.PerMember(s, "", "hetps_member_up", "gauge", "1 while the member is alive, 0 once dead or gone",

@@ -120,6 +120,7 @@ std::string RenderStatusJson(const StatusSnapshot& s) {
   Json j;
   j["job"] = {{"mode", s.mode},
               {"model", s.model},
+              {"metric", s.metric},
               {"optimizer", s.optimizer},
               {"lr", s.lr},
               {"balance", s.balance},
@@ -156,7 +157,8 @@ std::string RenderStatusJson(const StatusSnapshot& s) {
                            {"wall_seconds", e.wall_seconds},
                            {"samples_trained", e.samples_trained},
                            {"test_loss", e.test_loss},
-                           {"test_accuracy", e.test_accuracy}});
+                           {"test_accuracy", e.test_accuracy},
+                           {"test_perplexity", e.test_perplexity}});
   }
   j["evaluations"] = std::move(evaluations);
   Json history = Json::array();
@@ -183,6 +185,7 @@ Result<StatusSnapshot> ParseStatusJson(const std::string& text, const std::strin
     if (const auto job = j.find("job"); job != j.end()) {
       Take(*job, "mode", &s.mode);
       Take(*job, "model", &s.model);
+      Take(*job, "metric", &s.metric);
       Take(*job, "optimizer", &s.optimizer);
       Take(*job, "lr", &s.lr);
       Take(*job, "balance", &s.balance);
@@ -224,6 +227,7 @@ Result<StatusSnapshot> ParseStatusJson(const std::string& text, const std::strin
         Take(e, "samples_trained", &eval.samples_trained);
         Take(e, "test_loss", &eval.test_loss);
         Take(e, "test_accuracy", &eval.test_accuracy);
+        Take(e, "test_perplexity", &eval.test_perplexity);
         s.evaluations.push_back(eval);
       }
     }

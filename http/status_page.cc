@@ -180,17 +180,27 @@ std::string RenderStatusPage(const StatusSnapshot& s) {
       line.points.emplace_back(h.wall_seconds, speed);
     }
   }
-  PlotSeries accuracy{"test accuracy", kColours[2], {}};
+  // A language model's evaluations are plotted as perplexity (token data, metric perplexity).
+  const bool perplexity = s.metric == "perplexity";
+  const char* measure = perplexity ? "test perplexity" : "test accuracy";
+  PlotSeries accuracy{measure, kColours[2], {}};
   for (const EvaluationStatus& e : s.evaluations)
-    accuracy.points.emplace_back(e.wall_seconds, e.test_accuracy);
+    accuracy.points.emplace_back(e.wall_seconds, perplexity ? e.test_perplexity : e.test_accuracy);
   std::vector<PlotSeries> speed_lines = {total};
   for (auto& [rank, line] : speeds) speed_lines.push_back(std::move(line));
-  out << "<div>" << SvgPlot("training loss", {loss}) << SvgPlot("test accuracy", {accuracy})
+  out << "<div>" << SvgPlot("training loss", {loss}) << SvgPlot(measure, {accuracy})
       << SvgPlot("samples/s", speed_lines) << "</div>\n";
   if (!s.evaluations.empty()) {
     const EvaluationStatus& e = s.evaluations.back();
-    out << "<p>newest evaluation: accuracy " << Format("%.4f", e.test_accuracy) << ", loss "
-        << Format("%.4f", e.test_loss) << " after " << e.samples_trained << " samples</p>\n";
+    out << "<p>newest evaluation: ";
+    if (perplexity) {
+      out << "perplexity " << Format("%.3f", e.test_perplexity) << " ("
+          << Format("%.3f", e.test_loss / std::log(2.0)) << " bits/token), next-token accuracy ";
+    } else {
+      out << "accuracy ";
+    }
+    out << Format("%.4f", e.test_accuracy) << ", loss " << Format("%.4f", e.test_loss) << " after "
+        << e.samples_trained << " samples</p>\n";
   }
   out << "<p><a href=\"/status\">/status</a> (JSON) &middot; <a href=\"/metrics\">/metrics</a> "
          "(Prometheus)</p>\n"

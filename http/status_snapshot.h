@@ -65,6 +65,7 @@ struct EvaluationStatus {
   uint64_t samples_trained = 0;
   double test_loss = 0;
   double test_accuracy = 0;
+  double test_perplexity = 0;  // metric perplexity (token data); 0 otherwise
 };
 
 // One point of the page's plots, taken every few seconds.
@@ -78,6 +79,7 @@ struct HistoryPoint {
 struct StatusSnapshot {
   // The job's options.
   std::string mode, model, optimizer, balance, async_batch, wire_dtype, listen;
+  std::string metric = "accuracy";  // what evaluations measure (RunSummary::metric)
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "http/http_server.h"
 #include "scheduler/scheduler.h"
+#include "trainer/data/token_file.h"
 
 namespace {
 
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
       "hetps-scheduler");
   app.add_option("--config", config_path, "YAML job file; without it every field has its default")
       ->check(CLI::ExistingFile);
-  app.add_option("--model", o.model, "Model: mlp | cnn")->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--model", o.model, "Model: mlp | cnn | gpt (gpt: token data)")
+      ->check(CLI::IsMember({"mlp", "cnn", "gpt"}));
   app.add_option("--model-file", o.model_file,
                  "Train this TorchScript file (torch.jit.script(model).save(FILE)) instead of a "
                  "built-in model: the job file's model: {torchscript: FILE}")
@@ -284,6 +286,14 @@ int main(int argc, char** argv) {
     auto train = hetps::LoadDataset(data, hetps::DatasetSplit::kTrain, data_dir);
     if (!train.ok()) return hetps::FatalError("hetps-scheduler", train.status().WithContext("data.train"));
     options.train_data = std::make_shared<const hetps::HostDataset>(std::move(*train));
+    if (options.train_data->tokens) {
+      // Trainers check their token files against the vocabulary and id type found here.
+      options.job.data.vocab = options.train_data->classes;
+      options.job.data.token_dtype = hetps::TokenDTypeName(options.train_data->tokens->dtype());
+      HETPS_LOG(INFO) << "token data: " << options.train_data->tokens->size() << " training tokens in "
+                      << options.train_data->source << ", vocabulary " << options.job.data.vocab << ", "
+                      << options.train_data->samples << " windows of " << job.data.context << " per epoch";
+    }
     if (job.data.serve) {
       auto test = hetps::LoadDataset(data, hetps::DatasetSplit::kTest, data_dir, options.train_data->classes);
       if (!test.ok()) return hetps::FatalError("hetps-scheduler", test.status().WithContext("data.test"));
@@ -315,8 +325,16 @@ int main(int argc, char** argv) {
   const hetps::RunSummary& summary = scheduler.summary();
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
   const bool r2 = summary.metric == "r2";
-  std::printf("final test %s %.4f (test loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n",
-              r2 ? "R2" : "accuracy", r2 ? summary.final_test_r2 : summary.final_test_accuracy,
+  char measure[160];
+  if (summary.metric == "perplexity") {
+    std::snprintf(measure, sizeof(measure), "perplexity %.3f (%.3f bits/token, next-token accuracy %.4f, ",
+                  summary.final_test_perplexity, summary.final_test_bits_per_token,
+                  summary.final_test_accuracy);
+  } else {
+    std::snprintf(measure, sizeof(measure), "%s %.4f (", r2 ? "R2" : "accuracy",
+                  r2 ? summary.final_test_r2 : summary.final_test_accuracy);
+  }
+  std::printf("final test %stest loss %.4f) after %u epoch%s; %.0f samples/s over %.1f s%s%s\n", measure,
               summary.final_test_loss, summary.epochs, summary.epochs == 1 ? "" : "s",
               summary.samples_per_second, summary.wall_seconds, job.summary.empty() ? "" : "; summary in ",
               job.summary.c_str());

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 
@@ -97,6 +98,12 @@ std::string RunSummary::ToJson() const {
   const bool r2 = metric == "r2";
   j["final_test_accuracy"] = r2 ? nlohmann::ordered_json() : nlohmann::ordered_json(final_test_accuracy);
   j["final_test_r2"] = r2 ? nlohmann::ordered_json(final_test_r2) : nlohmann::ordered_json();
+  const bool perplexity = metric == "perplexity";
+  auto when_perplexity = [perplexity](double value) {
+    return perplexity ? nlohmann::ordered_json(value) : nlohmann::ordered_json();
+  };
+  j["final_test_perplexity"] = when_perplexity(final_test_perplexity);
+  j["final_test_bits_per_token"] = when_perplexity(final_test_bits_per_token);
   j["weight_version"] = weight_version;
   j["staleness_mean"] = staleness.mean;
   j["staleness_p50"] = staleness.p50;
@@ -114,6 +121,9 @@ std::string RunSummary::ToJson() const {
          {"test_accuracy", r2 ? nlohmann::ordered_json() : nlohmann::ordered_json(e.test_accuracy)},
          {"test_r2", r2 ? nlohmann::ordered_json(e.test_r2) : nlohmann::ordered_json()},
          {"test_samples", e.test_samples},
+         {"test_positions", e.test_positions},
+         {"test_perplexity", when_perplexity(Perplexity(e.test_loss))},
+         {"test_bits_per_token", when_perplexity(BitsPerToken(e.test_loss))},
          {"wall_seconds", e.wall_seconds},
          {"samples_trained", e.samples_trained},
          {"snapshot", e.snapshot}});
@@ -184,6 +194,14 @@ std::string RunSummary::ToJson() const {
   j["model_file"] = model_file;
   j["served_data"] = {{"requests", served_requests}, {"bytes", served_bytes}};
   return j.dump(2) + "\n";
+}
+
+double Perplexity(double loss_nats) {
+  return std::exp(loss_nats);
+}
+
+double BitsPerToken(double loss_nats) {
+  return loss_nats / std::log(2.0);
 }
 
 Status WriteFileAtomically(const std::string& path, const std::string& contents) {

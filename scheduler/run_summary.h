@@ -19,6 +19,7 @@ struct Evaluation {
   double test_accuracy = 0;  // classification only
   double test_r2 = 0;        // regression (loss mse) only: 1 - SSE / SST on the test set
   uint64_t test_samples = 0;
+  uint64_t test_positions = 0;   // targets scored (token data: tokens); the loss is their mean
   double wall_seconds = 0;       // since training started, when the weights were taken
   uint64_t samples_trained = 0;  // by then, over all trainers
   uint32_t snapshot = 0;         // > 0: a periodic evaluation (eval_interval_samples)
@@ -110,7 +111,8 @@ struct RunSummary {
   std::string model;
   std::string torchscript;  // a TorchScript model's file; empty for a built-in model
   std::string loss = "cross_entropy";
-  std::string metric = "accuracy";  // what evaluations measure: accuracy, or r2 for loss mse
+  std::string metric = "accuracy";  // what evaluations measure: accuracy, r2 for loss mse, or
+                                    // perplexity for token data (e^loss, and bits per token)
   std::string optimizer;
   std::string outer_optimizer;  // mode diloco: the servers' optimizer
   uint64_t rounds = 0;          // sync, diloco: rounds the servers completed (the most of any)
@@ -127,6 +129,8 @@ struct RunSummary {
   double final_test_loss = 0;
   double final_test_accuracy = 0;  // metric accuracy
   double final_test_r2 = 0;        // metric r2
+  double final_test_perplexity = 0;      // metric perplexity: e^final_test_loss
+  double final_test_bits_per_token = 0;  // metric perplexity: final_test_loss / ln 2
   uint64_t weight_version = 0;
   StalenessSummary staleness;       // over every server's applied pushes
   uint64_t max_clock_gap = 0;       // largest clock gap between live trainers any server admitted
@@ -146,6 +150,10 @@ struct RunSummary {
 
   std::string ToJson() const;
 };
+
+// A language model's measures from its mean loss in nats: e^loss, and loss / ln 2.
+double Perplexity(double loss_nats);
+double BitsPerToken(double loss_nats);
 
 // Writes `json` to `path` atomically (temporary file, fsync, rename). IoError naming the path.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);

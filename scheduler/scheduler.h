@@ -141,8 +141,11 @@ class Scheduler {
   // eval_interval_samples: asks for a snapshot each time the samples trained pass a multiple.
   void MaybeRequestSnapshot();
   uint64_t SamplesTrained();
-  // "test accuracy 0.8812", or "test R2 0.9123" for loss mse.
+  // "test accuracy 0.8812", "test R2 0.9123" for loss mse, or "test perplexity 4.512 (2.174
+  // bits/token)" for token data.
   std::string MetricText(const Evaluation& e) const;
+  // The run summary's metric: "accuracy", "r2" or "perplexity".
+  const char* MetricName() const;
   // Keeps the buffers of a final evaluation for the exported model, after checking each one's
   // bytes against its shape and dtype; InvalidArgument naming the buffer otherwise (none kept).
   Status KeepModelBuffers(const wire::EvalReport& report);

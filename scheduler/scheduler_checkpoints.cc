@@ -194,6 +194,9 @@ void Scheduler::MaybeFinishCut() {
                      m.partitions,
                      states,
                      {{"hetps_mode", m.mode}, {"hetps_weight_version", std::to_string(cut.Version())}}};
+    // What the weights' shapes cannot tell (examples/gpt/sample.py reads it).
+    if (job_.model == "gpt")
+      pending_model_->metadata["hetps_gpt_heads"] = std::to_string(job_.model_options.heads);
   }
   HETPS_LOG(DEBUG) << "cut " << cut.options().number << " complete at version " << cut.Version();
   cut_.reset();

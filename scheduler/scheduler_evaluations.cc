@@ -26,6 +26,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
     e.test_accuracy = report->test_accuracy();
     e.test_r2 = report->r_squared();
     e.test_samples = report->test_samples();
+    e.test_positions = report->test_positions();
     summary_.evaluations.push_back(e);
     char line[256];
     std::snprintf(line, sizeof(line), "at %s samples (%s): %s, test loss %.4f",
@@ -47,6 +48,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   e.test_accuracy = report->test_accuracy();
   e.test_r2 = report->r_squared();
   e.test_samples = report->test_samples();
+  e.test_positions = report->test_positions();
   e.wall_seconds = SecondsSince(training_started_);
   e.samples_trained = SamplesTrained();
   summary_.evaluations.push_back(e);
@@ -72,9 +74,17 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   MaybeRequestEvaluation();
 }
 
+const char* Scheduler::MetricName() const {
+  if (job_.loss == Loss::kMse) return "r2";
+  return job_.data.format == "tokens" ? "perplexity" : "accuracy";
+}
+
 std::string Scheduler::MetricText(const Evaluation& e) const {
-  char text[64];
-  if (job_.loss == Loss::kMse) {
+  char text[96];
+  if (job_.data.format == "tokens" && job_.loss != Loss::kMse) {
+    std::snprintf(text, sizeof(text), "test perplexity %.3f (%.3f bits/token)", Perplexity(e.test_loss),
+                  BitsPerToken(e.test_loss));
+  } else if (job_.loss == Loss::kMse) {
     std::snprintf(text, sizeof(text), "test R2 %.4f", e.test_r2);
   } else {
     std::snprintf(text, sizeof(text), "test accuracy %.4f", e.test_accuracy);

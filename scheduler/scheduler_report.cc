@@ -15,7 +15,7 @@ void Scheduler::FillSummary() {
   s.model = job_.model;
   s.torchscript = job_.model_file;
   s.loss = LossName(job_.loss);
-  s.metric = job_.loss == Loss::kMse ? "r2" : "accuracy";
+  s.metric = MetricName();
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.outer_optimizer = OptimizerKindName(job_.outer_optimizer.kind);
   s.epochs = job_.epochs;
@@ -68,6 +68,8 @@ void Scheduler::FillSummary() {
       s.final_test_loss = e.test_loss;
       s.final_test_accuracy = e.test_accuracy;
       s.final_test_r2 = e.test_r2;
+      s.final_test_perplexity = Perplexity(e.test_loss);
+      s.final_test_bits_per_token = BitsPerToken(e.test_loss);
     }
   }
 }

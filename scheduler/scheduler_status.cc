@@ -53,6 +53,7 @@ void Scheduler::MaybePublishStatus(bool force) {
   StatusSnapshot& s = *snapshot;
   s.mode = ModeName(job_.mode);
   s.model = job_.model;
+  s.metric = MetricName();
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.lr = job_.optimizer.lr;
   s.balance = BalanceName(job_.balance);
@@ -147,8 +148,8 @@ void Scheduler::MaybePublishStatus(bool force) {
   }
   s.epoch = std::min(s.epoch, job_.epochs > 0 ? job_.epochs - 1 : 0);
   for (const Evaluation& e : summary_.evaluations) {
-    s.evaluations.push_back(
-        {e.epoch, e.final, e.wall_seconds, e.samples_trained, e.test_loss, e.test_accuracy});
+    s.evaluations.push_back({e.epoch, e.final, e.wall_seconds, e.samples_trained, e.test_loss,
+                             e.test_accuracy, s.metric == "perplexity" ? Perplexity(e.test_loss) : 0});
   }
   // From the first report on (before it, every figure is 0).
   if (phase_ == Phase::kTraining && losses > 0 &&

@@ -19,7 +19,11 @@ const std::vector<int64_t>& ChunkSampler::Permutation(uint32_t epoch) {
   if (it != permutations_.end()) return it->second;
   // Older epochs are only needed for chunks a dead trainer left behind; keep two at most.
   while (permutations_.size() >= 2) permutations_.erase(permutations_.begin());
-  return permutations_[epoch] = EpochPermutation(train_samples_, seed_, epoch);
+  std::vector<int64_t>& order = permutations_[epoch] = EpochPermutation(train_samples_, seed_, epoch);
+  if (sample_map_) {
+    for (int64_t& sample : order) sample = sample_map_(epoch, sample);
+  }
+  return order;
 }
 
 Result<bool> ChunkSampler::Request(uint32_t epoch, uint64_t clock) {

@@ -58,6 +58,13 @@ class ChunkSampler {
     on_grant_ = std::move(on_grant);
   }
 
+  // Maps each sample of `epoch`'s order to the index handed out (Next, Peek, on_grant): token data
+  // hands out each window's first token position, which moves with the epoch (token_data.h).
+  // Unset: the samples themselves. Set it before the first call of Next().
+  void set_sample_map(std::function<int64_t(uint32_t epoch, int64_t sample)> sample_map) {
+    sample_map_ = std::move(sample_map);
+  }
+
   uint64_t samples_handed_out() const { return handed_out_; }
   // Whether chunks with untrained samples are held.
   bool holds_chunks() const { return !held_.empty(); }
@@ -86,6 +93,7 @@ class ChunkSampler {
   std::map<uint32_t, std::vector<int64_t>> permutations_;
   uint64_t handed_out_ = 0;
   std::function<Status(uint32_t, const int64_t*, size_t)> on_grant_;
+  std::function<int64_t(uint32_t, int64_t)> sample_map_;
 };
 
 }  // namespace hetps

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <numeric>
+#include <cmath>
 
 #include <torch/torch.h>
 
@@ -75,8 +75,7 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
     model_.eval();
     for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
       const int64_t end = std::min<int64_t>(n, begin + options_.batch_size);
-      indices.resize(static_cast<size_t>(end - begin));
-      std::iota(indices.begin(), indices.end(), begin);
+      indices = OrderedSampleIndices(test_, begin, end);
       Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
       measures.Add(model_.forward(batch.input), batch.target);
       HETPS_RETURN_IF_ERROR(control_.Check());  // stop when the scheduler is gone
@@ -87,19 +86,23 @@ Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapsho
                             DeviceDescription(device_) + ": " + e.what_without_backtrace());
   }
   const bool regression = options_.loss == Loss::kMse;
-  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n
-                  << " test samples: " << (regression ? "R2 " : "accuracy ")
+  const bool sequences = measures.positions() > measures.samples();
+  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n << " test samples"
+                  << (sequences ? " (" + std::to_string(measures.positions()) + " positions)" : "") << ": "
+                  << (regression ? "R2 " : "accuracy ")
                   << (regression ? measures.r_squared() : measures.accuracy()) << ", loss "
-                  << measures.mean_loss() << " ("
-                  << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s)";
+                  << measures.mean_loss()
+                  << (sequences ? ", perplexity " + std::to_string(std::exp(measures.mean_loss())) : "")
+                  << " (" << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
+                  << " s)";
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>> buffers;
   if (final) {
     HETPS_ASSIGN_OR_RETURN(buffers, BuildBuffers(fbb));
   }
-  auto body =
-      wire::CreateEvalReport(fbb, epoch, final, version, measures.mean_loss(), measures.accuracy(),
-                             static_cast<uint64_t>(n), snapshot, regression, measures.r_squared(), buffers);
+  auto body = wire::CreateEvalReport(fbb, epoch, final, version, measures.mean_loss(), measures.accuracy(),
+                                     static_cast<uint64_t>(n), snapshot, regression, measures.r_squared(),
+                                     buffers, static_cast<uint64_t>(measures.positions()));
   return control_.Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
 }
 

@@ -40,6 +40,9 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   }
   info.global_batch_size = job->global_batch_size();
   info.diloco = DilocoFromWire(job->diloco());
+  if (job->model_options() != nullptr) {
+    HETPS_ASSIGN_OR_RETURN(info.model_options, ModelOptionsFromWire(*job->model_options()));
+  }
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");
   }

@@ -19,6 +19,7 @@ struct JobInfo {
   uint64_t model_file_bytes = 0;   // TorchScript: the file's size, for a trainer that fetches it
   uint64_t model_piece_bytes = 0;  // the most of it one ModelFilePiece carries
   Loss loss = Loss::kCrossEntropy;
+  ModelOptions model_options;  // a built-in model's shape (model gpt)
   ConsistencyMode mode = ConsistencyMode::kSync;
   uint32_t epochs = 1;
   uint32_t batch_size = 1;  // this trainer's samples per step; balance: speed changes it

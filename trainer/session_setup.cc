@@ -12,6 +12,7 @@
 #include "common/dtype.h"
 #include "common/logging.h"
 #include "common/transport.h"
+#include "trainer/data/token_data.h"
 #include "trainer/device/blas_check.h"
 #include "trainer/device/device.h"
 #include "trainer/device/torch_build.h"
@@ -123,6 +124,12 @@ Status Trainer::Session::Setup() {
                                            eval_options);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
+  if (train_.is_tokens()) {
+    // Token windows start elsewhere every epoch (trainer/data/token_data.h).
+    sampler_->set_sample_map([host = train_.host, seed = job_.seed](uint32_t epoch, int64_t window) {
+      return TrainingWindowStart(*host, seed, epoch, window);
+    });
+  }
   if (fetcher_) {
     // A granted chunk's samples arrive at once, in a few large replies, not step by step.
     DataFetcher* fetcher = fetcher_.get();
@@ -289,7 +296,12 @@ Result<std::string> Trainer::Session::FetchModelFile() {
 }
 
 Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device) {
-  if (job_.model_file.empty()) return BuildModel(job_.model, job_.seed);
+  if (job_.model_file.empty()) {
+    // A model of sequences takes its vocabulary, and unless told its positions, from the data.
+    ModelOptions shape = job_.model_options;
+    if (shape.context == 0) shape.context = job_.data.context;
+    return BuildModel(job_.model, job_.seed, shape, train_.classes);
+  }
   HETPS_ASSIGN_OR_RETURN(model_path_, FindModelFile());
   return LoadTorchScriptModel(model_path_, device);
 }
@@ -300,15 +312,13 @@ Status Trainer::Session::BuildModelOnDevice() {
   if (!model.ok()) return model.status();
   model_ = *model;
   if (!job_.model_file.empty()) {
-    const int64_t count = std::min<int64_t>(2, train_.size());
-    std::vector<int64_t> indices(static_cast<size_t>(count));
-    std::iota(indices.begin(), indices.end(), 0);
+    const std::vector<int64_t> indices = OrderedSampleIndices(train_, 0, std::min<int64_t>(2, train_.size()));
     // Class targets: the data's class count (the built-in data's 10); regression: unused.
     const int64_t classes = train_.classes > 0 ? train_.classes : kFashionMnistClasses;
     try {
       Batch batch = MakeBatch(train_, indices.data(), indices.size(), device_);
-      HETPS_RETURN_IF_ERROR(
-          CheckModelOnBatch(*model_, "model file " + model_path_, batch.input, job_.loss, classes));
+      HETPS_RETURN_IF_ERROR(CheckModelOnBatch(*model_, "model file " + model_path_, batch.input, job_.loss,
+                                              classes, train_.is_tokens() ? batch.target.size(1) : 0));
     } catch (const c10::Error& e) {
       return Status::Internal("preparing a batch on " + DeviceDescription(device_) + ": " +
                               e.what_without_backtrace());

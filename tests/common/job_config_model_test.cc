@@ -97,6 +97,61 @@ CATCH_TEST_CASE("A relative TorchScript path is taken from the job file's direct
   CATCH_CHECK(absolute->model_file == "/abs/net.pt");
 }
 
+CATCH_TEST_CASE("model: gpt takes model_options and token data, and the resolved job keeps both",
+                "[common][job_config]") {
+  const std::string job =
+      "model: gpt\nmodel_options: {layers: 2, heads: 8, width: 64, context: 512}\n"
+      "data: {format: tokens, train: train.bin, test: val.bin, dtype: uint32, context: 256, vocab: 70000}\n";
+  Result<JobOptions> o = ParseJobYaml(job, "job.yaml");
+  CATCH_REQUIRE(o.ok());
+  CATCH_CHECK(o->model == "gpt");
+  CATCH_CHECK(o->model_options.layers == 2);
+  CATCH_CHECK(o->model_options.heads == 8);
+  CATCH_CHECK(o->model_options.width == 64);
+  CATCH_CHECK(o->model_options.context == 512);
+  CATCH_CHECK(o->data.format == "tokens");
+  CATCH_CHECK(o->data.train.x == "train.bin");
+  CATCH_CHECK(o->data.token_dtype == "uint32");
+  CATCH_CHECK(o->data.context == 256);
+  CATCH_CHECK(o->data.vocab == 70000);
+  Result<JobOptions> again = ParseJobYaml(JobOptionsToYaml(*o), "resolved.yaml");
+  CATCH_REQUIRE(again.ok());
+  CATCH_CHECK(again->model_options.heads == 8);
+  CATCH_CHECK(again->model_options.context == 512);
+  CATCH_CHECK(again->data.token_dtype == "uint32");
+  CATCH_CHECK(again->data.context == 256);
+  CATCH_CHECK(again->data.vocab == 70000);
+  Result<JobOptions> defaults =
+      ParseJobYaml("model: gpt\ndata: {format: tokens, train: a, test: b, context: 8}\n", "job.yaml");
+  CATCH_REQUIRE(defaults.ok());
+  CATCH_CHECK(defaults->model_options.layers == 4);
+  CATCH_CHECK(defaults->model_options.width == 128);
+  CATCH_CHECK(defaults->model_options.context == 0);
+}
+
+CATCH_TEST_CASE("Token data and model gpt refuse what does not go with them", "[common][job_config]") {
+  const std::string tokens = "data: {format: tokens, train: a.bin, test: b.bin, context: 64}\n";
+  CATCH_CHECK(Contains(Rejection("model: gpt\n").message(), "model: gpt needs token data"));
+  CATCH_CHECK(Contains(Rejection("model: mlp\n" + tokens).message(), "model: mlp takes images"));
+  CATCH_CHECK(Contains(Rejection("model: {torchscript: lm.pt, loss: mse}\n" + tokens).message(),
+                       "loss: mse does not take token data"));
+  CATCH_CHECK(Contains(Rejection("model: gpt\nmodel_options: {context: 32}\n" + tokens).message(),
+                       "model_options.context: 32 positions are fewer than data.context (64"));
+  const Status heads = Rejection("model: gpt\nmodel_options: {heads: 3, width: 64}\n" + tokens);
+  CATCH_CHECK(Contains(heads.message(), "job.yaml:2: model_options"));
+  CATCH_CHECK(Contains(heads.message(), "3 heads do not divide width 64"));
+  CATCH_CHECK(Contains(Rejection("model: gpt\nmodel_options: {depth: 3}\n" + tokens).message(), "depth"));
+  CATCH_CHECK(Contains(Rejection("model: gpt\ndata: {format: tokens, train: a, test: b}\n").message(),
+                       "data.context: required with format tokens"));
+  CATCH_CHECK(Contains(
+      Rejection("model: gpt\ndata: {format: tokens, train: a, test: b, context: 8, serve: true}\n").message(),
+      "data.serve: format tokens is not served"));
+  CATCH_CHECK(Contains(
+      Rejection("model: gpt\ndata: {format: tokens, train: a, test: b, context: 8, dtype: int8}\n").message(),
+      "data.dtype"));
+  CATCH_CHECK(ParseJobYaml("model: {torchscript: lm.pt, loss: nll}\n" + tokens, "job.yaml").ok());
+}
+
 CATCH_TEST_CASE("Losses convert to and from names and the wire", "[common][job_config]") {
   for (Loss loss : {Loss::kCrossEntropy, Loss::kMse, Loss::kNll}) {
     CATCH_CHECK(*ParseLoss(LossName(loss)) == loss);

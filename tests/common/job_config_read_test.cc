@@ -62,6 +62,7 @@ void RequireDefaults(const JobOptions& o) {
 // A job file setting every top-level key to a value other than its default.
 const char* const kEveryKey = R"(# every key
 model: mlp
+model_options: {layers: 2, heads: 2, width: 32, context: 64}
 dataset: fashion-mnist
 data:
   format: npy
@@ -142,6 +143,7 @@ CATCH_TEST_CASE("An empty job file means every default", "[common][job_config]")
 CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   const JobOptions o = ParseOrFail(kEveryKey);
   CATCH_CHECK(o.model == "mlp");
+  CATCH_CHECK(o.model_options.width == 32);
   CATCH_CHECK(o.auto_mode.decide_interval_seconds == 3);
   CATCH_CHECK(o.auto_mode.max_staleness == 20);
   CATCH_CHECK(o.dataset == "fashion-mnist");

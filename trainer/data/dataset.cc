@@ -11,6 +11,7 @@
 #include "trainer/data/csv.h"
 #include "trainer/data/idx.h"
 #include "trainer/data/npy.h"
+#include "trainer/data/token_data.h"
 
 namespace hetps {
 namespace {
@@ -152,8 +153,9 @@ Result<HostDataset> LoadDataset(const DataOptions& options, DatasetSplit split, 
   if (options.format == "idx") return LoadIdx(options, x, y, classes, limits);
   if (options.format == "csv") return LoadCsv(options, x, classes, limits);
   if (options.format == "npy") return LoadNpy(options, x, y, classes, limits);
+  if (options.format == "tokens") return LoadTokens(options, x, split, classes);
   return Status::InvalidArgument("data.format: '" + options.format +
-                                 "' is not a format; allowed: idx, csv, npy");
+                                 "' is not a format; allowed: idx, csv, npy, tokens");
 }
 
 DataOptions FashionMnistOptions(const std::string& dir) {

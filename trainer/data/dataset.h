@@ -1,6 +1,8 @@
 // HostDataset: one split of a data set in host memory, as the readers (idx.h, csv.h, npy.h) give
 // it, without LibTorch, so the scheduler can read and serve it too. Features sit in one
-// contiguous buffer, sample after sample, so a batch is one gather; targets likewise.
+// contiguous buffer, sample after sample, so a batch is one gather; targets likewise. Token data
+// (token_data.h) is the exception: its ids stay in a memory-mapped file, and a sample is a window
+// of them.
 //
 // LoadDataset picks the reader for DataOptions::format. A loaded HostDataset is read-only and may
 // be shared by any number of threads; the functions here may be called from any thread.
@@ -19,6 +21,8 @@
 namespace hetps {
 
 enum class DatasetSplit { kTrain, kTest };
+
+class TokenFile;
 
 // "train" or "test".
 const char* DatasetSplitName(DatasetSplit split);
@@ -43,6 +47,10 @@ struct HostDataset {
   double divide_by = 1;
   double mean = 0;
   double std = 1;
+  // Token data (format tokens): the mapped file, and features and targets stay empty. A sample is
+  // a window of sample_shape[0] tokens, named in batches by its first token's position;
+  // `classes` is the vocabulary.
+  std::shared_ptr<const TokenFile> tokens;
 
   int64_t sample_elements() const;  // prod(sample_shape)
   size_t sample_bytes() const;      // sample_elements() x the feature type's size
@@ -74,7 +82,8 @@ Status CheckFitsInMemory(const std::string& path, uint64_t bytes, const ReadLimi
 // Errors name the file and the line (CSV) or index (IDX, NPY) of the problem: a missing file,
 // a wrong magic number or header, ragged rows, x and y of different lengths, a label out of
 // range, data too large for memory. `classes`: the class count when known (the test split takes
-// the training split's); 0: options.classes, or the largest label + 1.
+// the training split's); 0: options.classes, or the largest label + 1. Token files are mapped,
+// not read (LoadTokens: `classes` is the vocabulary, and `limits` do not apply).
 Result<HostDataset> LoadDataset(const DataOptions& options, DatasetSplit split, const std::string& data_dir,
                                 uint32_t classes = 0, const ReadLimits& limits = {});
 

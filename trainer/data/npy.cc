@@ -110,7 +110,8 @@ std::string HeaderValue(const std::string& header, const std::string& key) {
   return header.substr(start, end - start);
 }
 
-Result<NpyArray> ParseNpy(ByteStream& in, const std::string& name, const ReadLimits& limits) {
+// The array's kind, width and shape, without its bytes; `data_offset`: where they start.
+Result<NpyArray> ParseNpyHeader(ByteStream& in, const std::string& name, uint64_t* data_offset) {
   unsigned char preamble[8];
   HETPS_RETURN_IF_ERROR(in.Read(preamble, sizeof(preamble), "the NPY magic string"));
   if (std::memcmp(preamble, "\x93NUMPY", 6) != 0) {
@@ -133,6 +134,7 @@ Result<NpyArray> ParseNpy(ByteStream& in, const std::string& name, const ReadLim
   if (header_length > (1u << 20)) return Status::InvalidArgument(name + ": implausible NPY header length");
   std::string header(header_length, '\0');
   HETPS_RETURN_IF_ERROR(in.Read(header.data(), header.size(), "the NPY header"));
+  *data_offset = sizeof(preamble) + (major == 1 ? 2 : 4) + header_length;
 
   NpyArray array;
   const std::string descr = HeaderValue(header, "descr");
@@ -181,6 +183,14 @@ Result<NpyArray> ParseNpy(ByteStream& in, const std::string& name, const ReadLim
   }
   if (array.shape.empty())
     return Status::InvalidArgument(name + ": a 0-dimensional array; expected one per sample");
+  return array;
+}
+
+Result<NpyArray> ParseNpy(ByteStream& in, const std::string& name, const ReadLimits& limits) {
+  uint64_t data_offset = 0;
+  HETPS_ASSIGN_OR_RETURN(NpyArray array, ParseNpyHeader(in, name, &data_offset));
+  uint64_t elements = 1;
+  for (int64_t dim : array.shape) elements *= static_cast<uint64_t>(dim);
   HETPS_RETURN_IF_ERROR(CheckFitsInMemory(name, elements * array.width, limits));
   array.bytes.resize(elements * array.width);
   HETPS_RETURN_IF_ERROR(in.Read(array.bytes.data(), array.bytes.size(),
@@ -230,6 +240,12 @@ Result<NpyArray> ReadNpy(const std::string& path, const ReadLimits& limits) {
                                    std::to_string(array.bytes.size()) + " bytes");
   }
   return array;
+}
+
+Result<NpyArray> ReadNpyHeader(const std::string& path, uint64_t* data_offset) {
+  HETPS_ASSIGN_OR_RETURN(File file, OpenFile(path));
+  ByteStream in(file.get(), path, UINT64_MAX, /*deflated=*/false);
+  return ParseNpyHeader(in, path, data_offset);
 }
 
 Result<NpyArray> ReadNpzMember(const std::string& path, const std::string& name, const ReadLimits& limits) {

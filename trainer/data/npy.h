@@ -22,6 +22,9 @@ struct NpyArray {
 
 // Reads a .npy file; `what` names the array's role in errors ("x", "y").
 Result<NpyArray> ReadNpy(const std::string& path, const ReadLimits& limits);
+// Reads a .npy file's header only: the array's kind, width and shape, with no bytes;
+// `data_offset` is where its elements start in the file (for a reader that maps them).
+Result<NpyArray> ReadNpyHeader(const std::string& path, uint64_t* data_offset);
 // Reads the array stored as `name`.npy in the .npz archive at `path`.
 Result<NpyArray> ReadNpzMember(const std::string& path, const std::string& name, const ReadLimits& limits);
 

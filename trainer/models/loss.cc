@@ -16,6 +16,10 @@ torch::Tensor Flat(const torch::Tensor& output) {
 // The mean over the batch, or the sum with `sum`.
 torch::Tensor ComputeLoss(Loss loss, const torch::Tensor& output, const torch::Tensor& target, bool sum) {
   namespace F = torch::nn::functional;
+  if (loss != Loss::kMse && target.dim() == 2 && output.dim() == 3) {
+    // Sequences: every position is one more sample.
+    return ComputeLoss(loss, output.reshape({-1, output.size(2)}), target.reshape({-1}), sum);
+  }
   switch (loss) {
     case Loss::kMse: {
       auto options = F::MSELossFuncOptions();
@@ -43,22 +47,23 @@ torch::Tensor BatchLoss(Loss loss, const torch::Tensor& output, const torch::Ten
 
 void TestMeasures::Add(const torch::Tensor& output, const torch::Tensor& target) {
   samples_ += target.size(0);
+  positions_ += loss_ == Loss::kMse ? target.size(0) : target.numel();
   loss_sum_ += ComputeLoss(loss_, output, target, /*sum=*/true).item<double>();
   if (loss_ == Loss::kMse) {
     const torch::Tensor y = target.to(torch::kFloat64);
     target_sum_ += y.sum().item<double>();
     target_square_sum_ += y.square().sum().item<double>();
   } else {
-    correct_ += output.argmax(1).eq(target).sum().item<int64_t>();
+    correct_ += output.argmax(-1).eq(target).sum().item<int64_t>();
   }
 }
 
 double TestMeasures::mean_loss() const {
-  return samples_ > 0 ? loss_sum_ / samples_ : 0;
+  return positions_ > 0 ? loss_sum_ / positions_ : 0;
 }
 
 double TestMeasures::accuracy() const {
-  return samples_ > 0 && loss_ != Loss::kMse ? static_cast<double>(correct_) / samples_ : 0;
+  return positions_ > 0 && loss_ != Loss::kMse ? static_cast<double>(correct_) / positions_ : 0;
 }
 
 double TestMeasures::r_squared() const {

@@ -6,6 +6,8 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/utils.h>
 
+#include "trainer/models/gpt.h"
+
 namespace hetps {
 namespace {
 
@@ -65,10 +67,11 @@ std::mutex& BuildMutex() {
 }  // namespace
 
 std::vector<std::string> BuiltinModelNames() {
-  return {"mlp", "cnn"};
+  return {"mlp", "cnn", "gpt"};
 }
 
-Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed) {
+Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed, const ModelOptions& shape,
+                                          uint32_t vocab) {
   std::lock_guard<std::mutex> lock(BuildMutex());
   if (name == "mlp") {
     torch::manual_seed(seed);
@@ -77,6 +80,10 @@ Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed
   if (name == "cnn") {
     torch::manual_seed(seed);
     return std::shared_ptr<Model>(std::make_shared<FashionCnn>());
+  }
+  if (name == "gpt") {
+    torch::manual_seed(seed);
+    return BuildGpt(shape, vocab);
   }
   std::string choices;
   for (const std::string& choice : BuiltinModelNames()) {

@@ -13,6 +13,7 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include "common/model_options.h"
 #include "common/status.h"
 
 namespace hetps {
@@ -20,7 +21,8 @@ namespace hetps {
 class Model : public torch::nn::Module {
  public:
   // The model's output for a batch of the data's input on the model's device: for the built-ins,
-  // logits [B, 10] for images [B, 1, 28, 28] with pixels in [0, 1].
+  // logits [B, 10] for images [B, 1, 28, 28] with pixels in [0, 1]; for gpt, logits [B, T, V]
+  // for token ids [B, T].
   virtual torch::Tensor forward(torch::Tensor input) = 0;
 };
 
@@ -38,13 +40,16 @@ inline constexpr double kPixelStd = 0.3530;
 //   "mlp": fc1 (784->512), fc2 (512->256), fc3 (256->10), ReLU between them; 535,818 parameters.
 //   "cnn": conv1 (1->32, 5x5, pad 2), conv2 (32->64, 5x5, pad 2), each followed by ReLU and 2x2
 //          max pooling, then fc1 (3136->512), ReLU, fc2 (512->10); 1,663,370 parameters.
+//   "gpt": a decoder-only transformer of `shape` over `vocab` token ids (trainer/models/gpt.h);
+//          shape.context must be resolved (> 0).
 // InvalidArgument naming the value and the choices for an unknown name.
 // Reseeds torch's global CPU generator (and CUDA's, where there is one). Calls to BuildModel are
 // serialised with each other, but another thread drawing random numbers from the global generator
 // at the same time would change the weights.
-Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed);
+Result<std::shared_ptr<Model>> BuildModel(const std::string& name, uint64_t seed,
+                                          const ModelOptions& shape = {}, uint32_t vocab = 0);
 
-// {"mlp", "cnn"}.
+// {"mlp", "cnn", "gpt"}.
 std::vector<std::string> BuiltinModelNames();
 
 }  // namespace hetps

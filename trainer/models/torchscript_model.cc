@@ -109,7 +109,7 @@ Result<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path, tor
 }
 
 Status CheckModelOnBatch(Model& model, const std::string& what, const torch::Tensor& input, Loss loss,
-                         int64_t classes) {
+                         int64_t classes, int64_t positions) {
   const std::string tried =
       what + ": forward on a batch of shape " + ShapeText(input) + " (the data's input)";
   torch::Tensor output;
@@ -135,6 +135,17 @@ Status CheckModelOnBatch(Model& model, const std::string& what, const torch::Ten
     if (!fits) {
       return Status::InvalidArgument(tried + " returns " + ShapeText(output) + "; loss mse needs [" +
                                      std::to_string(batch) + "] or [" + std::to_string(batch) + ", 1]");
+    }
+    return Status::Ok();
+  }
+  if (positions > 0) {
+    if (loss == Loss::kMse) return Status::InvalidArgument(what + ": loss mse does not take token data");
+    if (output.dim() != 3 || output.size(0) != batch || output.size(1) != positions ||
+        output.size(2) < classes) {
+      return Status::InvalidArgument(tried + " returns " + ShapeText(output) + "; loss " + LossName(loss) +
+                                     " on sequences needs [" + std::to_string(batch) + ", " +
+                                     std::to_string(positions) + ", V] with V >= " + std::to_string(classes) +
+                                     " (the vocabulary: ids run 0.." + std::to_string(classes - 1) + ")");
     }
     return Status::Ok();
   }

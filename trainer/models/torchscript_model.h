@@ -42,9 +42,10 @@ Result<std::shared_ptr<Model>> LoadTorchScriptModel(const std::string& path, tor
 
 // Runs `model` (in eval mode, without gradients, on `input`'s device) on `input` and checks that
 // the output suits `loss` with labels in [0, classes): [B, C >= classes] for cross_entropy and nll,
-// [B] or [B, 1] for mse. InvalidArgument naming `what` (the file), the input's shape and dtype,
-// and what went wrong otherwise. The model is back in training mode afterwards.
+// [B] or [B, 1] for mse; with `positions` > 0 (sequence targets [B, positions], e.g. token data)
+// [B, positions, C >= classes]. InvalidArgument naming `what` (the file), the input's shape and
+// dtype, and what went wrong otherwise. The model is back in training mode afterwards.
 Status CheckModelOnBatch(Model& model, const std::string& what, const torch::Tensor& input, Loss loss,
-                         int64_t classes);
+                         int64_t classes, int64_t positions = 0);
 
 }  // namespace hetps
