@@ -109,7 +109,8 @@ Status Trainer::Session::HandleControlInRound() {
     }
     const wire::EvalRequest& request = *message->body<wire::EvalRequest>();
     if (request.snapshot() > 0) {
-      // The servers' weights stand where this trainer last received them until it pushes again.
+      // The newest servers' weights this trainer has: theirs until it pushes again (with overlap,
+      // up to the round in flight behind theirs; a snapshot is never ahead of the servers).
       evaluator_->KeepSnapshot(request, weight_version_, round_->ServersWeightsOnHost());
     } else {
       deferred_.push_back(std::move(*message));
