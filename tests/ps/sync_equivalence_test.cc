@@ -36,13 +36,12 @@ std::vector<int64_t> Rows(int64_t begin, int64_t count) {
 
 // One trainer of the cluster: at each step trainer 0 takes the first splits[step][0] rows of the
 // step's kGlobalBatch, trainer 1 the rest.
-Result<std::vector<torch::Tensor>> TrainInCluster(testing::LocalCluster& cluster, const Dataset& data,
+Result<std::vector<torch::Tensor>> TrainInCluster(testing::ScriptedTrainer& trainer, const Dataset& data,
                                                   uint64_t seed, const Splits& splits) {
   auto model = BuildModel("mlp", seed);
   if (!model.ok()) return model.status();
   auto buffers = ModelBuffers::Create(**model, torch::kCPU);
   if (!buffers.ok()) return buffers.status();
-  testing::ScriptedTrainer trainer(cluster.context(), cluster.scheduler_endpoint());
   HETPS_RETURN_IF_ERROR(trainer.Setup((*buffers)->signature()));
   HETPS_ASSIGN_OR_RETURN(HostTensors initial, (*buffers)->HostWeights());
   HETPS_RETURN_IF_ERROR(trainer.client().InitWeights(initial.data, initial.owner));
@@ -101,10 +100,16 @@ void CheckEquivalence(
   testing::LocalCluster cluster(job, server_options);
   CATCH_REQUIRE(cluster.Start().ok());
 
+  // The trainers stay connected until the servers' reports are in: a job whose trainers have
+  // all gone ends at once, and its status is no longer served.
+  std::vector<std::unique_ptr<testing::ScriptedTrainer>> members;
   std::vector<std::future<Result<std::vector<torch::Tensor>>>> trainers;
   for (int t = 0; t < kTrainers; ++t) {
-    trainers.push_back(
-        std::async(std::launch::async, [&] { return TrainInCluster(cluster, *data, job.seed, splits); }));
+    members.push_back(
+        std::make_unique<testing::ScriptedTrainer>(cluster.context(), cluster.scheduler_endpoint()));
+    trainers.push_back(std::async(std::launch::async, [&, member = members.back().get()] {
+      return TrainInCluster(*member, *data, job.seed, splits);
+    }));
   }
   std::vector<std::vector<torch::Tensor>> results;
   for (auto& trainer : trainers) {
