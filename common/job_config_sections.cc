@@ -103,6 +103,7 @@ Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeO
       {"steady_variation", BoundedDouble(&options.steady_variation, 0.001, 1000)},
       {"sync_min_speed_ratio", BoundedDouble(&options.sync_min_speed_ratio, 0, 1)},
       {"async_min_transfer_share", BoundedDouble(&options.async_min_transfer_share, 0, 1)},
+      {"diloco_min_transfer_share", BoundedDouble(&options.diloco_min_transfer_share, 0, 1)},
       {"max_staleness",
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{2}, uint32_t{10000}, &options.max_staleness);

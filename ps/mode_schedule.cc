@@ -11,7 +11,12 @@ ModeSchedule::ModeSchedule(ConsistencyMode mode, uint32_t staleness) {
 Result<uint64_t> ModeSchedule::Switch(uint64_t from_clock, ConsistencyMode mode, uint32_t staleness,
                                       std::optional<uint64_t> newest_pushed) {
   if (mode == ConsistencyMode::kAuto) {
-    return Status::InvalidArgument("a mode switch names sync, async or ssp, not auto");
+    return Status::InvalidArgument("a mode switch names sync, async, ssp or diloco, not auto");
+  }
+  if (phases_.back().mode == ConsistencyMode::kDiloco) {
+    return Status::FailedPrecondition("the job runs diloco rounds from step " +
+                                      std::to_string(phases_.back().from_clock) +
+                                      " to its end; no switch after");
   }
   const uint64_t from = newest_pushed ? std::max(from_clock, *newest_pushed + 1) : from_clock;
   while (phases_.size() > 1 && phases_.back().from_clock >= from) phases_.pop_back();

@@ -208,6 +208,9 @@ Status Server::InstallShard(const wire::ShardMap& wire_map) {
   const wire::OptimizerConfig* config = wire_map.optimizer();
   if (config == nullptr) return Status::Protocol("shard map from the scheduler has no optimizer");
   shard_options.optimizer = OptimizerFromWire(*config);
+  if (const wire::OptimizerConfig* outer = wire_map.outer_optimizer(); outer != nullptr) {
+    shard_options.outer_optimizer = OptimizerFromWire(*outer);
+  }
   const OptimizerOptions& o = shard_options.optimizer;
   auto shard = Shard::Create(*map_, sender_.rank(), shard_options);
   if (!shard.ok()) return shard.status().WithContext("shard map from the scheduler");
@@ -336,6 +339,7 @@ void Server::SwitchMode(const wire::ModeSwitch& change) {
     return;
   }
   HETPS_LOG(INFO) << "from step " << *from << " (asked: " << change.from_clock() << "): " << ModeName(mode)
+                  << (mode == ConsistencyMode::kDiloco ? " rounds to the end of the job" : "")
                   << (mode == ConsistencyMode::kSsp ? " staleness " + std::to_string(change.staleness()) : "")
                   << (change.reason() ? " (" + change.reason()->str() + ")" : "");
   AnswerReadyPulls();  // a looser rule may free pulls that wait

@@ -77,8 +77,15 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
   if (options.threads == 0) return Status::InvalidArgument("a server needs at least 1 thread");
   auto optimizer = Optimizer::Create(options.optimizer);
   if (!optimizer.ok()) return optimizer.status();
+  std::unique_ptr<Optimizer> outer;
+  if (options.mode == ConsistencyMode::kAuto) {
+    auto created = Optimizer::Create(options.outer_optimizer);
+    if (!created.ok()) return created.status().WithContext("the outer optimizer of auto's diloco phase");
+    outer = std::move(*created);
+  }
   try {
-    return std::unique_ptr<Shard>(new Shard(map, server_rank, options, std::move(*optimizer)));
+    return std::unique_ptr<Shard>(
+        new Shard(map, server_rank, options, std::move(*optimizer), std::move(outer)));
   } catch (const std::bad_alloc&) {
     const uint64_t bytes = map.BytesOf(server_rank);
     return Status::ResourceExhausted(
@@ -88,11 +95,12 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
 }
 
 Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
-             std::unique_ptr<Optimizer> optimizer)
+             std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer)
     : map_(map),
       server_rank_(server_rank),
       options_(options),
       optimizer_(std::move(optimizer)),
+      outer_(std::move(outer)),
       schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kAsync : options.mode,
                 options.staleness),
       round_length_(options.diloco),
@@ -109,6 +117,7 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
     slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
     if (HasRounds(options_.mode) || options_.mode == ConsistencyMode::kAuto)
       slot.sum.resize(slot.info->length);
+    if (outer_) slot.outer_state.resize(static_cast<size_t>(outer_->state_slots()) * slot.info->length);
     slot_of_[ids_[i]] = static_cast<int32_t>(i);
   }
 }
@@ -245,9 +254,12 @@ Status Shard::CheckAhead(uint32_t ahead) const {
 Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const bool automatic = options_.mode == ConsistencyMode::kAuto;
   const bool empty = push.batch_size() == 0;
-  // In auto, an empty push is always the ssp "out of data" mark (trainers of an auto job
-  // behave as in ssp when they run out).
-  const ConsistencyMode mode = automatic && empty ? ConsistencyMode::kSsp : RuleAt(push.clock()).mode;
+  // In auto, an empty push is the ssp "out of data" mark (trainers of an auto job behave as in
+  // ssp when they run out), except in a diloco phase, whose trainers push empty rounds as in
+  // mode diloco.
+  const ConsistencyMode rule = RuleAt(push.clock()).mode;
+  const ConsistencyMode mode =
+      automatic && empty && rule != ConsistencyMode::kDiloco ? ConsistencyMode::kSsp : rule;
   const bool sync = HasRounds(mode);
   const bool diloco = mode == ConsistencyMode::kDiloco;
   const wire::DType dtype = push.dtype();
@@ -294,12 +306,12 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
                                         std::to_string(from->second) + "; a push for round " +
                                         std::to_string(push.clock()) + " comes before it");
     }
-    // Auto: the first push of a sync phase finds the round counter where the last sync phase
-    // left it (non-sync steps count no rounds); the phase's first round is its first step.
-    // A partition at round 0 in a sync phase is a replacement server's (restored partitions
-    // count no rounds outside pure sync): its first round is the trainers' step.
+    // Auto: the first push of a sync (or diloco) phase finds the round counter where the last
+    // sync phase left it (other steps count no rounds); the phase's first round is its first
+    // step. A partition at round 0 in a sync phase is a replacement server's (restored
+    // partitions count no rounds outside pure sync): its first round is the trainers' step.
     const bool entering = automatic && slot->pushed.empty() && push.clock() > slot->round &&
-                          (RuleAt(slot->round).mode != ConsistencyMode::kSync || slot->round == 0);
+                          (!HasRounds(RuleAt(slot->round).mode) || slot->round == 0);
     if (push.clock() != slot->round && !entering) {
       return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
                                         PartitionName(map_, ids[i]) + " is at round " +
@@ -400,7 +412,7 @@ bool Shard::RoundComplete(const Slot& slot) const {
 void Shard::CompleteRoundIfReady(Slot& slot) {
   if (!RoundComplete(slot)) return;
   float mean_scale = slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
-  if (options_.mode == ConsistencyMode::kDiloco && slot.round_samples > 0) {
+  if (RuleAt(slot.round).mode == ConsistencyMode::kDiloco && slot.round_samples > 0) {
     // FedNova: the per-step mean, sum_t(b_t / tau_t * d_t) / N, times the round's mean inner
     // steps, sum_t(b_t * tau_t) / N.
     const double samples = static_cast<double>(slot.round_samples);
@@ -415,10 +427,12 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
   if (slot.round_samples > 0) {
     // The mean gradient of the round; a round short of the global batch (trainers running out
     // of data at the end of an epoch) is that share of a step, so that no sample counts for more.
-    const float share = options_.global_batch_size == 0 || options_.mode == ConsistencyMode::kDiloco
+    const bool diloco = RuleAt(slot.round).mode == ConsistencyMode::kDiloco;
+    const float share = options_.global_batch_size == 0 || diloco
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally);
+    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally,
+             /*outer=*/diloco && outer_ != nullptr);
   }
   if (++apply.closed == slots_.size()) {
     EndApply(*apply.tally);
@@ -433,12 +447,16 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
 }
 
 void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                     Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally) {
-  const auto step = static_cast<int64_t>(++slot.version);
+                     Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
+                     bool outer) {
+  ++slot.version;
+  // The outer optimizer counts its own steps (Adam's bias correction starts at its first round).
+  const auto step = static_cast<int64_t>(outer ? ++slot.outer_steps : slot.version);
   Slot* stepping = &slot;
   tally->steps.fetch_add(1, std::memory_order_relaxed);
   tally->open.fetch_add(1, std::memory_order_relaxed);
-  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, keep, tally] {
+  workers_->Post(slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, keep, tally,
+                              outer] {
     const auto start = std::chrono::steady_clock::now();
     const size_t n = stepping->info->length;
     // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
@@ -449,8 +467,9 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
       UnpackFloats(grad, n, dtype, scratch.data());
       values = scratch.data();
     }
-    optimizer_->Apply(stepping->weights.get(), values, grad_scale, stepping->state.data(), n, step, lr_scale,
-                      share);
+    Optimizer& optimizer = outer ? *outer_ : *optimizer_;
+    float* state = outer ? stepping->outer_state.data() : stepping->state.data();
+    optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share);
     const auto took =
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
     tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
@@ -539,8 +558,8 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   uint64_t bound = 0;
   if (next.mode == ConsistencyMode::kSsp) {
     bound = next.staleness;
-  } else if (next.mode != ConsistencyMode::kSync || options_.mode == ConsistencyMode::kSync) {
-    return true;  // async, or a sync job's first step
+  } else if (options_.mode != ConsistencyMode::kAuto || !HasRounds(next.mode)) {
+    return true;  // async, or a sync or diloco job's first step
   }
   if (clock <= bound) return true;
   const auto slowest = SlowestClock(partitions);
@@ -563,11 +582,12 @@ void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dt
     parts.push_back(
         {slot->owner, [this, slot, reply, i] { reply->frames[i] = WeightsFrame(*slot, reply->dtype); }});
   }
-  if (options_.mode == ConsistencyMode::kDiloco && !partitions.empty()) {
+  if ((options_.mode == ConsistencyMode::kDiloco || options_.mode == ConsistencyMode::kAuto) &&
+      !partitions.empty()) {
     // The weights follow the rounds their partitions have completed: they start the next one.
     uint64_t round = std::numeric_limits<uint64_t>::max();
     for (uint32_t id : partitions) round = std::min(round, (*Find(id))->round);
-    reply->round_seconds = round_length_.For(round);
+    if (RuleAt(round).mode == ConsistencyMode::kDiloco) reply->round_seconds = round_length_.For(round);
   }
   workers_->Dispatch(std::move(parts), [reply, done = std::move(done)] { done(*reply); });
 }

@@ -60,7 +60,10 @@ class Shard {
     size_t threads = 1;
     // kDiloco: the rounds' length when the servers choose it (RoundLength). `optimizer` is then
     // the outer optimizer and global_batch_size is not used: every round is one outer step.
+    // kAuto: the same for a diloco phase, whose rounds step `outer_optimizer` (its state apart
+    // from `optimizer`'s, zero at the phase's start).
     DilocoOptions diloco;
+    OptimizerOptions outer_optimizer = DefaultOuterOptimizer();
   };
 
   // The tensor frames of a received message, kept alive until every task that reads them ran.
@@ -129,8 +132,9 @@ class Shard {
   Status CheckAhead(uint32_t ahead) const;
 
   // mode: auto: handles steps from `from_clock` on (or from the step after the newest push, when
-  // a trainer has pushed that far) by `mode`, and returns the step it takes effect from.
-  // FailedPrecondition outside mode: auto; InvalidArgument for kAuto.
+  // a trainer has pushed that far) by `mode`, and returns the step it takes effect from. From a
+  // kDiloco switch on, each step is a round of pseudo-gradients, as in mode diloco, for good.
+  // FailedPrecondition outside mode: auto and after a switch to diloco; InvalidArgument for kAuto.
   Result<uint64_t> SwitchMode(uint64_t from_clock, ConsistencyMode mode, uint32_t staleness);
   const ModeSchedule& schedule() const { return schedule_; }
 
@@ -218,6 +222,8 @@ class Shard {
     size_t owner = 0;                  // the worker that owns weights, state and sum
     std::shared_ptr<float[]> weights;  // shared: zero-copy replies keep it alive
     std::vector<float> state;          // optimizer state, slot-major
+    std::vector<float> outer_state;    // auto: the outer optimizer's of a diloco phase, slot-major
+    uint64_t outer_steps = 0;          // auto: outer optimizer steps applied
     std::vector<float> sum;            // sync: sum of batch-weighted gradients of the round
     std::vector<uint32_t> pushed;      // sync: trainers in the open round
     uint64_t round_samples = 0;        // sync: samples in the open round
@@ -230,7 +236,7 @@ class Shard {
   };
 
   Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
-        std::unique_ptr<Optimizer> optimizer);
+        std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer);
 
   // The slot of a partition of this shard, or NotFound naming it.
   Result<Slot*> Find(uint32_t partition);
@@ -250,8 +256,10 @@ class Shard {
   // Counts an optimizer step of `slot` and queues it on the owner: a 16-bit `grad` is widened
   // first into the owner's scratch buffer. `share` says how lr_scale enters (Optimizer::Apply).
   // The step's seconds go to `tally`.
+  // `outer`: an auto job's diloco round, stepped by outer_ on the slot's outer_state.
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally);
+                Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
+                bool outer = false);
   // The push or round of `tally` has posted all its steps (I/O thread).
   void EndApply(ApplyTally& tally);
   // Any thread: the last of `tally`'s steps (or its end) has run.
@@ -279,6 +287,7 @@ class Shard {
   uint32_t server_rank_;
   Options options_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<Optimizer> outer_;  // mode: auto only: a diloco phase's outer optimizer
   std::vector<Slot> slots_;
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;

@@ -122,6 +122,22 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
           ? "; " + stalled + ", which async lets the others run through"
           : "; trainer " + std::to_string(most_variable->rank) + "'s speed varies by " +
                 Fixed(100 * most_variable->variation, 0) + "%, which async lets the others run through";
+  const TrainerMeasure* least_transfers = measured[0];
+  for (const TrainerMeasure* t : measured) {
+    if (t->transfer_share < least_transfers->transfer_share) least_transfers = t;
+  }
+  if (options.diloco && least_transfers->transfer_share > 0 &&
+      least_transfers->transfer_share >= options.diloco_min_transfer_share) {
+    d.mode = ConsistencyMode::kDiloco;
+    d.reason = "steps mostly transfers: of a step of the whole batch (" +
+               std::to_string(options.global_batch) + " samples) at least " +
+               Fixed(100 * least_transfers->transfer_share, 0) + "% is outside compute (trainer " +
+               std::to_string(least_transfers->rank) + "; auto." + "diloco_min_transfer_share " +
+               Fixed(options.diloco_min_transfer_share, 2) + "); " + speeds +
+               "; every per-step mode moves the model to and from every trainer at every step, diloco once "
+               "a round while the next round computes";
+    return d;
+  }
   if (ratio < options.sync_min_speed_ratio) {
     d.mode = ConsistencyMode::kAsync;
     d.reason = "far apart: " + speeds + " (below " + Fixed(options.sync_min_speed_ratio, 2) +
@@ -131,10 +147,7 @@ ModeChooser::Decision ModeChooser::Decide(const std::vector<TrainerMeasure>& tra
     return d;
   }
   if (options.async_whole) {
-    const TrainerMeasure* least = measured[0];
-    for (const TrainerMeasure* t : measured) {
-      if (t->transfer_share < least->transfer_share) least = t;
-    }
+    const TrainerMeasure* least = least_transfers;
     if (least->transfer_share >= options.async_min_transfer_share) {
       d.mode = ConsistencyMode::kAsync;
       d.reason =

@@ -2,6 +2,11 @@
 // progress reports (samples per second by pace: compute and the trainer's own transfers, without
 // the servers' hold for other trainers; Progress.paced_seconds) and the gaps between them,
 // and decides which consistency mode suits the trainers as measured:
+//   - when diloco is on the table (`diloco`), trainers whose steps of the whole global batch are
+//     all at least `diloco_min_transfer_share` outside compute (their transfers, mostly), whatever
+//     their speeds: diloco. Every per-step mode moves the model to and from every trainer at every
+//     step; diloco moves it once a round, overlapped with the next round's compute. The switch is
+//     one-way (the scheduler makes no decision after it);
 //   - trainers further apart than `sync_min_speed_ratio`, or (with whole batches in async)
 //     whose steps of the whole global batch are mostly their own transfers
 //     (`async_min_transfer_share`): async, stalls or not. A round would wait for the slow
@@ -46,13 +51,18 @@ class ModeChooser {
     bool async_whole = false;
     uint32_t global_batch = 0;
     double async_min_transfer_share = 0.8;
+    // Whether the rule may pick diloco (the scheduler: an auto job whose servers and trainers can
+    // switch to its rounds), and from which share of a step of the whole batch outside compute,
+    // for every trainer.
+    bool diloco = false;
+    double diloco_min_transfer_share = 0.65;
     uint32_t max_staleness = 32;
     double stall_memory_seconds = 60;  // a stall counts this long after it ended
     size_t window_reports = 12;        // reports kept per trainer
   };
 
   struct Decision {
-    ConsistencyMode mode = ConsistencyMode::kSsp;  // kSync, kAsync or kSsp
+    ConsistencyMode mode = ConsistencyMode::kSsp;  // kSync, kAsync, kSsp or kDiloco
     uint32_t staleness = 0;                        // kSsp only
     std::string reason;
     // The same mode and, in ssp, bounds within kBoundTolerance of each other: a bound measured

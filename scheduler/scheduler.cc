@@ -53,6 +53,10 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     rule.async_whole = AsyncBatchOf(job_) == AsyncBatch::kWhole;
     rule.global_batch = job_.global_batch_size;
     rule.async_min_transfer_share = job_.auto_mode.async_min_transfer_share;
+    rule.diloco_min_transfer_share = job_.auto_mode.diloco_min_transfer_share;
+    auto_diloco_refusal_ = AutoDilocoRefusal(job_);
+    rule.diloco = auto_diloco_refusal_.empty();
+    if (!rule.diloco) HETPS_LOG(INFO) << "mode auto: never diloco in this job: " << auto_diloco_refusal_;
     chooser_.emplace(rule, job_.progress_interval_ms / 1000.0);
     auto_rule_.mode = ConsistencyMode::kAsync;
     auto_rule_.reason = "the start: async while the trainers are measured";

@@ -328,17 +328,21 @@ class Scheduler {
   // to its bound (async lets clocks drift apart), or "" when it would not.
   std::string TooFarBehindFor(const ModeChooser::Decision& decision);
   // Tells every server to follow `decision` from a step a little ahead (about a second into or
-  // out of sync), and every trainer its batch for it (sync: split by speed; otherwise the even
-  // shares).
+  // out of sync, and into diloco), and every trainer its batch for it (sync: split by speed;
+  // diloco: the whole global batch; otherwise the even shares); into diloco, the trainers too.
   void SwitchMode(const ModeChooser::Decision& decision);
-  // Sends `server` the rule in force, from step `from_clock` on.
-  void SendMode(const Member& server, uint64_t from_clock);
+  // Sends `member` (a server, or in diloco a trainer) the rule in force, from step `from_clock` on.
+  void SendMode(const Member& member, uint64_t from_clock);
+  // Why an auto job may not switch to diloco ("" when it may): its checkpoints and recovery cut
+  // and roll back by version as in async, and a trainer joining late would not hear of the rounds.
+  static std::string AutoDilocoRefusal(const JobOptions& job);
   // The rule in force: the job's mode, or in auto the last switch's.
   ConsistencyMode CurrentMode() const;
   std::optional<ModeChooser> chooser_;                   // mode: auto
   ModeChooser::Decision auto_rule_;                      // the rule in force
   std::optional<ModeChooser::Decision> auto_candidate_;  // a new rule seen once: switched to when seen again
   Clock::time_point auto_last_look_{};
+  std::string auto_diloco_refusal_;  // why this auto job never switches to diloco ("": it may)
 
   Clock::time_point created_ = Clock::now();
   Clock::time_point training_started_{};

@@ -1,8 +1,9 @@
 // mode: auto: the scheduler measures the trainers while the job runs as async, then switches the
 // servers between balanced sync, ssp with a chosen bound and async as the chooser's rule says
 // (scheduler/mode_chooser.h), at a step a little ahead, logging each decision with its
-// reason and recording it in the run summary. Part of the Scheduler class (scheduler/scheduler.h),
-// on its loop thread.
+// reason and recording it in the run summary. A switch to diloco is the last: servers and
+// trainers run its rounds from that step to the end of the job. Part of the Scheduler class
+// (scheduler/scheduler.h), on its loop thread.
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
@@ -46,12 +47,24 @@ ConsistencyMode Scheduler::CurrentMode() const {
   return job_.mode == ConsistencyMode::kAuto ? auto_rule_.mode : job_.mode;
 }
 
-void Scheduler::SendMode(const Member& server, uint64_t from_clock) {
+void Scheduler::SendMode(const Member& member, uint64_t from_clock) {
   if (summary_.mode_decisions.size() <= 1) return;  // still the start's rule, which the map implies
   flatbuffers::FlatBufferBuilder fbb(256);
   auto body = wire::CreateModeSwitchDirect(fbb, from_clock, ToWire(auto_rule_.mode), auto_rule_.staleness,
                                            auto_rule_.reason.c_str());
-  SendTo(server.routing_id, sender_.Seal(fbb, wire::Body::ModeSwitch, body.Union()));
+  SendTo(member.routing_id, sender_.Seal(fbb, wire::Body::ModeSwitch, body.Union()));
+}
+
+std::string Scheduler::AutoDilocoRefusal(const JobOptions& job) {
+  if (!job.checkpoint.dir.empty()) {
+    return "it checkpoints (checkpoint.dir), and auto's checkpoints and recovery cut and roll back by "
+           "version, not at a round";
+  }
+  if (MaxTrainers(job) > job.trainers) {
+    return "trainers may join it late (max_trainers " + std::to_string(MaxTrainers(job)) +
+           "), and a joiner would not start in its rounds";
+  }
+  return "";
 }
 
 void Scheduler::ObserveForAuto(const Member& trainer, const wire::Progress& progress) {
@@ -67,6 +80,7 @@ void Scheduler::ObserveForAuto(const Member& trainer, const wire::Progress& prog
 
 void Scheduler::MaybeSwitchMode() {
   if (phase_ != Phase::kTraining || admission_ || recovery_ || cut_) return;
+  if (auto_rule_.mode == ConsistencyMode::kDiloco) return;  // for good: no look after it
   const ModeChooser::Options& options = chooser_->options();
   const double since_start = SecondsSince(training_started_);
   if (since_start < options.measure_seconds) return;
@@ -150,7 +164,8 @@ std::string Scheduler::TooFarBehindFor(const ModeChooser::Decision& decision) {
 }
 
 void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
-  const bool sync = decision.mode == ConsistencyMode::kSync || auto_rule_.mode == ConsistencyMode::kSync;
+  // Into diloco, as into sync, every server and trainer must hear of it before the step it starts.
+  const bool sync = HasRounds(decision.mode) || auto_rule_.mode == ConsistencyMode::kSync;
   const uint64_t from_clock = StepAhead(sync ? kSyncSwitchLeadSeconds : kSwitchLeadSeconds);
   HETPS_LOG(INFO) << "mode auto: " << RuleName(auto_rule_) << " -> " << RuleName(decision) << " from step "
                   << from_clock << ": " << decision.reason;
@@ -160,7 +175,16 @@ void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
   summary_.mode_decisions.push_back({SecondsSince(training_started_), from_clock, ModeName(decision.mode),
                                      decision.staleness, decision.reason});
   for (Member* server : members_.Members(wire::Role::Server)) SendMode(*server, from_clock);
-  if (decision.mode == ConsistencyMode::kSync) {
+  if (decision.mode == ConsistencyMode::kDiloco) {
+    // The trainers leave their per-step loop at from_clock and run rounds of inner steps of the
+    // whole global batch, as in mode diloco.
+    for (Member* trainer : members_.Training()) SendMode(*trainer, from_clock);
+    std::map<uint32_t, uint32_t> sizes;
+    for (Member* t : members_.Training()) {
+      if (t->batch_size != job_.global_batch_size) sizes[t->rank] = job_.global_batch_size;
+    }
+    SendBatchSizes(from_clock, sizes);
+  } else if (decision.mode == ConsistencyMode::kSync) {
     Resplit(from_clock);  // by the speeds measured so far; the balancer refines it
   } else if (before == ConsistencyMode::kSync) {
     // Back to each trainer's even share, or all of the global batch with async_batch: whole.

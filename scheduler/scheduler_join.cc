@@ -180,6 +180,9 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
   auto partitions = shard_map_->PartitionsToWire(fbb);
   auto optimizer = OptimizerToWire(fbb, ServerOptimizer(job_));
   auto diloco = DilocoToWire(fbb, job_.diloco);
+  // Auto's servers hold a diloco phase's outer optimizer from the start: its switch needs no setup.
+  auto outer =
+      for_servers && job_.mode == ConsistencyMode::kAuto ? OptimizerToWire(fbb, job_.outer_optimizer) : 0;
   auto trainers = fbb.CreateVector(members_.LiveTrainerRanks());
   auto identities = for_servers ? TrainerIdentities(fbb) : 0;
   auto scheduler_token = for_servers ? fbb.CreateString(links_.token()) : 0;
@@ -187,7 +190,7 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
       fbb, /*version=*/1, tensors, partitions, servers, optimizer, ToWire(job_.mode), trainers,
       members_.epoch(), job_.max_message_bytes, job_.staleness, StalenessAwareLr(job_), job_.wire_dtype,
       job_.global_batch_size, identities, joiner != nullptr ? joiner->start_clock : resume_clock_,
-      joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token, diloco);
+      joiner != nullptr ? joiner->start_epoch : resume_epoch_, scheduler_token, diloco, outer);
   return sender_.Seal(fbb, wire::Body::ShardMap, body.Union());
 }
 

@@ -4,6 +4,7 @@
 //   trainer/session_setup.cc     joining, the data, the model on its device, the servers
 //   trainer/session_recovery.cc  the end of the job, and the pause and resume around a lost server
 //   trainer/session_rounds.cc    mode diloco's loop: rounds of inner steps, each ending in a push
+//                                (and mode auto's, from its switch to diloco on)
 // The step itself, evaluations, progress and data-position reports are the parts it holds
 // (StepRunner, Evaluator, ProgressReporter, DataPositionReporter). Private to the trainer's own
 // sources; lives inside Trainer::Run().
@@ -74,6 +75,14 @@ class Trainer::Session {
   Status TrainEpochs();
   // Mode diloco's TrainEpochs: rounds instead of steps (trainer/session_rounds.cc).
   Status TrainRounds();
+  // The loop of rounds itself, to the end of training, with the progress reporter in place.
+  Status RunRounds();
+  // mode auto, at the step its switch to diloco names (rounds_from_): the model holds the
+  // servers' weights of that step; they become the first round's, the inner optimizer starts
+  // from zero, and from now on the job is diloco to this trainer. Then RunRounds.
+  Status EnterRounds();
+  // mode auto: a ModeSwitch to diloco from the scheduler.
+  void NoteModeSwitch(const wire::ModeSwitch& change);
   // One round: inner steps on this trainer's data until the round is over, then its push.
   // `round_samples` as for Step(): the samples of the whole round, over every trainer.
   Status Round(uint64_t* round_samples);
@@ -136,7 +145,8 @@ class Trainer::Session {
   std::unique_ptr<Evaluator> evaluator_;
   std::unique_ptr<ProgressReporter> progress_;
   std::unique_ptr<DataPositionReporter> position_;
-  std::unique_ptr<DilocoRound> round_;  // mode diloco only
+  std::unique_ptr<DilocoRound> round_;   // mode diloco (and auto once switched to it) only
+  std::optional<uint64_t> rounds_from_;  // mode auto: the step its switch to diloco starts at
   std::vector<Message> deferred_;       // mode diloco: messages kept for the round's end
   double round_seconds_ = 0;            // mode diloco: the length the servers chose last
   uint64_t inner_steps_ = 0;            // mode diloco: inner steps taken

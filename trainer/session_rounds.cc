@@ -22,6 +22,45 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 Status Trainer::Session::TrainRounds() {
   model_->train();
   progress_ = std::make_unique<ProgressReporter>(control_.get(), &sender_, job_.progress_interval);
+  return RunRounds();
+}
+
+void Trainer::Session::NoteModeSwitch(const wire::ModeSwitch& change) {
+  if (job_.mode != ConsistencyMode::kAuto || change.mode() != wire::Mode::Diloco || rounds_from_) return;
+  rounds_from_ = change.from_clock();
+  HETPS_LOG(INFO) << "mode auto: diloco rounds from step " << *rounds_from_
+                  << (change.reason() ? " (" + change.reason()->str() + ")" : "");
+}
+
+Status Trainer::Session::EnterRounds() {
+  if (clock_ > *rounds_from_) {
+    HETPS_LOG(WARNING) << "the switch to diloco was due at step " << *rounds_from_ << " but arrived at step "
+                       << clock_;
+  }
+  // The last step's weights in: the servers' of the switch's step, where the rounds start.
+  HETPS_RETURN_IF_ERROR(Drain());
+  if (!job_.has_optimizer) {
+    return Status::Protocol("mode auto: the scheduler did not send the optimizer diloco's rounds step with");
+  }
+  try {
+    auto round = DilocoRound::Create(buffers_->parameters(), job_.optimizer, job_.diloco);
+    if (!round.ok()) return round.status().WithContext("auto's diloco rounds' inner optimizer");
+    round_ = std::move(*round);
+    step_->BeginRounds(round_.get());
+    round_->Restart();
+  } catch (const c10::Error& e) {
+    return Status::Internal(std::string("LibTorch failed starting diloco's rounds: ") +
+                            e.what_without_backtrace());
+  }
+  job_.mode = ConsistencyMode::kDiloco;  // to this trainer, for the rest of the job
+  HETPS_LOG(INFO) << "mode auto: diloco from step " << clock_ << ": rounds of inner steps of "
+                  << job_.batch_size << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind)
+                  << " lr " << job_.optimizer.lr
+                  << (job_.diloco.overlap ? "; each round runs while the last one's weights travel" : "");
+  return RunRounds();
+}
+
+Status Trainer::Session::RunRounds() {
   while (epoch_ < job_.epochs) {
     Status handled = HandleControl();
     if (!handled.ok()) {

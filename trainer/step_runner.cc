@@ -53,15 +53,24 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
     local_ = std::make_unique<LocalSgd>(buffers_.parameters(), options_.lr_per_sample);
   }
   // Weights received while the model computes on: forward_during_pull's, and diloco's rounds'.
-  if (options_.forward_during_pull || options_.round != nullptr) {
-    for (const TensorInfo& tensor : buffers_.signature()) {
-      weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
-      weights_ahead_targets_.push_back(weights_ahead_.back().data());
-    }
-  }
+  if (options_.forward_during_pull || options_.round != nullptr) AllocateWeightsAhead();
   if (overlapping_) {
     buffers_.SetGradientHook([this](size_t tensor, const torch::Tensor& grad) { OnGradient(tensor, grad); });
   }
+}
+
+void StepRunner::AllocateWeightsAhead() {
+  if (!weights_ahead_.empty()) return;
+  for (const TensorInfo& tensor : buffers_.signature()) {
+    weights_ahead_.emplace_back(static_cast<size_t>(tensor.numel()));
+    weights_ahead_targets_.push_back(weights_ahead_.back().data());
+  }
+}
+
+void StepRunner::BeginRounds(DilocoRound* round) {
+  HETPS_CHECK(round != nullptr && !travelling_);
+  options_.round = round;
+  AllocateWeightsAhead();
 }
 
 StepRunner::~StepRunner() {

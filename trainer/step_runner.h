@@ -124,6 +124,10 @@ class StepRunner {
   // seconds (the slowdown's sleeps included) go to the out-parameters. Internal naming the
   // device on a LibTorch failure.
   Status InnerStep(const std::vector<int64_t>& indices, double* loss, double* seconds);
+  // mode auto's switch to diloco: from now on InnerStep and FinishRound work on `round` (which
+  // must outlive the runner), as if it had been Options::round from the start. No step may be
+  // travelling (Drain first).
+  void BeginRounds(DilocoRound* round);
   // Ends round `clock` (trainer/step_runner_rounds.cc): takes in the weights of the round pushed
   // before it if they are still travelling, pushes this round's pseudo-gradient (none when the
   // round took no samples, which takes part in it without data) and, unless `overlap` lets the
@@ -153,6 +157,8 @@ class StepRunner {
   Status ForwardBackward(const std::vector<int64_t>& indices, double* loss);
   // Assembles the batch of `indices` for a later step (Run's `next`); on a failure, none.
   void Prepare(const std::vector<int64_t>& indices);
+  // Sizes weights_ahead_ to the model, once.
+  void AllocateWeightsAhead();
   // The batch of `indices`: the one prepared, if it was for these samples, or a new one.
   Batch TakeBatch(const std::vector<int64_t>& indices);
   // Pushes the gradients not pushed yet (all without overlap; parameters without one).

@@ -76,6 +76,7 @@ Status Trainer::Session::TrainEpochs() {
       continue;
     }
     ApplyPendingBatch();
+    if (rounds_from_ && clock_ >= *rounds_from_) return EnterRounds();
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));
     // With local steps a step takes the samples of all of them, and pushes once.
     auto indices = sampler_->Next(epoch_, job_.batch_size * options_.local_steps, clock_);
@@ -261,6 +262,9 @@ Status Trainer::Session::HandleMessage(const Message& message) {
     }
     case wire::Body::Rebalance:
       NoteRebalance(*message.body<wire::Rebalance>());
+      break;
+    case wire::Body::ModeSwitch:
+      NoteModeSwitch(*message.body<wire::ModeSwitch>());
       break;
     case wire::Body::CheckpointRequest:
       if (position_) position_->Note(*message.body<wire::CheckpointRequest>());

@@ -40,6 +40,16 @@ CATCH_TEST_CASE("mode: auto takes its rule from the auto section, and balance: s
   CATCH_CHECK(FromWire(wire::Mode::Auto) == ConsistencyMode::kAuto);
 }
 
+CATCH_TEST_CASE("mode: auto's diloco threshold defaults to 0.65, is read, written back and bounded",
+                "[common][job_config]") {
+  CATCH_CHECK(ParseOrFail("mode: auto\n").auto_mode.diloco_min_transfer_share == 0.65);
+  const JobOptions o = ParseOrFail("mode: auto\nauto:\n  diloco_min_transfer_share: 0.75\n");
+  CATCH_CHECK(o.auto_mode.diloco_min_transfer_share == 0.75);
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(o)).auto_mode.diloco_min_transfer_share == 0.75);
+  RequireRejected("auto:\n  diloco_min_transfer_share: 1.5\n",
+                  {"job.yaml:2: auto.diloco_min_transfer_share", "1.5", "[0, 1]"});
+}
+
 CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields override them",
                 "[common][job_config]") {
   CATCH_SECTION("adamw") {

@@ -1,6 +1,7 @@
 // ModeChooser: mode: auto's rule on measured trainers (sync for steady, similar speeds; async for
 // steady speeds far apart; ssp with a bound from the longest stall for variable or stalling
-// trainers, async for a stall no bound may cover) and the measures it takes from progress reports.
+// trainers, async for a stall no bound may cover; diloco, when on the table, for steps mostly
+// transfers) and the measures it takes from progress reports.
 #include <catch2/catch.hpp>
 
 #include "scheduler/mode_chooser.h"
@@ -224,6 +225,81 @@ CATCH_TEST_CASE("A stall counts for stall_memory_seconds after its reports left 
   CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == Approx(2.0));
   Feed(brief, 1, 19, 25, 1000, 32);
   CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == 0);
+}
+
+CATCH_TEST_CASE(
+    "With diloco on the table, trainers whose steps are mostly transfers switch to diloco, and say why",
+    "[scheduler][auto][diloco]") {
+  ModeChooser::Options options;
+  options.async_whole = true;
+  options.global_batch = 64;
+  options.diloco = true;
+  // Two trainers of one speed, 5% of each step in compute: 95% of a step of the whole batch is
+  // transfers, at least diloco_min_transfer_share (0.65).
+  ModeChooser transfers(options, 0.5);
+  Feed(transfers, 0, 0, 5, 1000, 64, 0.05);
+  Feed(transfers, 1, 0, 5, 950, 64, 0.05);
+  auto d = ModeChooser::Decide(transfers.Measures(), options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kDiloco);
+  CATCH_CHECK(d.reason.find("steps mostly transfers") != std::string::npos);
+  CATCH_CHECK(d.reason.find("at least 95% is outside compute") != std::string::npos);
+  CATCH_CHECK(d.reason.find("diloco_min_transfer_share 0.65") != std::string::npos);
+  CATCH_CHECK(d.reason.find("diloco once a round") != std::string::npos);
+  CATCH_CHECK_FALSE(d.SameRule(ModeChooser::Decision{}));
+  // Speeds far apart change nothing: the transfers are what every per-step mode pays.
+  ModeChooser apart(options, 0.5);
+  Feed(apart, 0, 0, 5, 1000, 64, 0.05);
+  Feed(apart, 1, 0, 5, 200, 64, 0.05);
+  CATCH_CHECK(ModeChooser::Decide(apart.Measures(), options).mode == ConsistencyMode::kDiloco);
+  // One trainer below the share keeps the per-step rule: with 95% and 60% transfers, balanced
+  // sync, as before.
+  ModeChooser one_below(options, 0.5);
+  Feed(one_below, 0, 0, 5, 1000, 64, 0.05);
+  Feed(one_below, 1, 0, 5, 950, 64, 0.4);
+  CATCH_CHECK(ModeChooser::Decide(one_below.Measures(), options).mode == ConsistencyMode::kSync);
+  // With the threshold raised to 0.9, 95% and 85% transfers go async as before (both at least
+  // async_min_transfer_share, 0.8).
+  ModeChooser::Options high = options;
+  high.diloco_min_transfer_share = 0.9;
+  ModeChooser between(high, 0.5);
+  Feed(between, 0, 0, 5, 1000, 64, 0.05);
+  Feed(between, 1, 0, 5, 950, 64, 0.15);
+  d = ModeChooser::Decide(between.Measures(), high);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("steps mostly transfers") != std::string::npos);
+  // Without diloco on the table (the chooser's default), the same measures go async as before.
+  ModeChooser::Options off = options;
+  off.diloco = false;
+  CATCH_CHECK(ModeChooser::Decide(transfers.Measures(), off).mode == ConsistencyMode::kAsync);
+  // The threshold is the option's.
+  ModeChooser::Options strict = options;
+  strict.diloco_min_transfer_share = 0.97;
+  CATCH_CHECK(ModeChooser::Decide(transfers.Measures(), strict).mode == ConsistencyMode::kAsync);
+}
+
+CATCH_TEST_CASE("Compute-bound trainers keep the per-step modes with diloco on the table",
+                "[scheduler][auto][diloco]") {
+  ModeChooser::Options options;
+  options.async_whole = true;
+  options.global_batch = 64;
+  options.diloco = true;
+  // Half compute, equal speeds: balanced sync.
+  ModeChooser compute(options, 0.5);
+  Feed(compute, 0, 0, 5, 1000, 64, 0.5);
+  Feed(compute, 1, 0, 5, 950, 64, 0.5);
+  CATCH_CHECK(ModeChooser::Decide(compute.Measures(), options).mode == ConsistencyMode::kSync);
+  // Mostly compute, speeds far apart: async, as before.
+  ModeChooser apart(options, 0.5);
+  Feed(apart, 0, 0, 5, 1000, 64, 0.9);
+  Feed(apart, 1, 0, 5, 250, 64, 0.9);
+  const auto d = ModeChooser::Decide(apart.Measures(), options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("far apart") != std::string::npos);
+  // Transfers not measured (no compute time reported): never diloco.
+  CATCH_CHECK(ModeChooser::Decide({Measure(0, 1000, 30), Measure(1, 900, 28)}, options).mode ==
+              ConsistencyMode::kSync);
+  // One trainer: as before.
+  CATCH_CHECK(ModeChooser::Decide({Measure(0, 1000, 30)}, options).mode == ConsistencyMode::kSync);
 }
 
 }  // namespace hetps

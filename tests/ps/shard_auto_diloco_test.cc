@@ -1,0 +1,121 @@
+// A Shard in mode: auto switched to diloco: from the switch's step on each step is a round of
+// pseudo-gradients combined as in mode diloco and stepped by the outer optimizer (apart from the
+// per-step phases' optimizer), after a barrier; empty rounds take part in them; the switch is the
+// last the schedule takes.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "ps/mode_schedule.h"
+#include "ps/shard.h"
+#include "tests/ps/shard_wire.h"
+
+namespace hetps {
+namespace {
+
+using namespace testing;  // NOLINT: the helpers of shard_wire.h
+
+// A push of round `round`'s pseudo-gradient `delta` (both partitions of server 0) over
+// `inner_steps` inner steps of `samples` samples in all.
+WireMessage MakeRoundPush(uint64_t round, uint32_t samples, uint32_t inner_steps, const Floats& delta) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<uint32_t> ids = {0, 2};
+  const std::vector<uint64_t> versions(ids.size(), 0);
+  const std::vector<Floats> frames =
+      samples == 0 ? std::vector<Floats>{Floats{}, Floats{}} : std::vector<Floats>{delta, delta};
+  return Finish(fbb,
+                wire::CreatePushDirect(fbb, round, samples, &ids, &versions, wire::DType::F32, /*pull=*/true,
+                                       /*ahead=*/0, inner_steps, /*sync_us=*/0),
+                frames);
+}
+
+}  // namespace
+
+CATCH_TEST_CASE("A switch to diloco is the last a mode schedule takes", "[ps][auto][diloco]") {
+  ModeSchedule schedule(ConsistencyMode::kAsync, 0);
+  CATCH_CHECK(schedule.Switch(10, ConsistencyMode::kDiloco, 0, uint64_t{4}).value() == 10);
+  CATCH_CHECK(schedule.At(9).mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(schedule.At(10).mode == ConsistencyMode::kDiloco);
+  const auto again = schedule.Switch(20, ConsistencyMode::kSync, 0, uint64_t{12});
+  CATCH_CHECK(again.status().code() == Status::Code::kFailedPrecondition);
+  CATCH_CHECK(schedule.At(1000).mode == ConsistencyMode::kDiloco);
+}
+
+CATCH_TEST_CASE(
+    "An auto shard switched to diloco runs rounds of pseudo-gradients stepped by the outer optimizer",
+    "[ps][auto][diloco]") {
+  const ShardMap map = TestMap();
+  auto shard = MakeShard(map, ConsistencyMode::kAuto, [](Shard::Options& o) {
+    o.outer_optimizer = DefaultOuterOptimizer();  // plain averaging
+    o.global_batch_size = 8;
+  });
+  shard->SetLiveTrainers({0, 1});
+  CATCH_REQUIRE(InitBoth(*shard, Ramp(1, 0)).ok());
+  const Floats g = Ramp(0.5f, 0);
+  // Async steps: trainer 0 at steps 0 and 1, trainer 1 at step 0.
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 8, g).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 1, 8, g).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 1, 0, 8, g).ok());
+  // Diloco from step 3; step 2 is still async.
+  CATCH_CHECK(shard->SwitchMode(3, ConsistencyMode::kDiloco, 0).value() == 3);
+  CATCH_REQUIRE(PushBoth(*shard, 0, 2, 8, g).ok());
+  // The first round starts from one state: its pull waits for every trainer's step 2.
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 3, false));
+  CATCH_REQUIRE(PushBoth(*shard, 1, 1, 8, g).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 1, 2, 8, g).ok());
+  CATCH_CHECK(shard->PullReady({0, 2}, 3, false));
+  shard->workers().Flush();
+  const Floats start = WeightsOf(*shard, 0);
+  const uint64_t version = shard->stats().version;
+  // Round 3: both trainers' pseudo-gradients, of equal samples and steps, averaged.
+  const Floats d0 = Ramp(0.02f, 0.001f), d1 = Ramp(-0.01f, 0.003f);
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(3, 640, 10, d0)).ok());
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 4, false));
+  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(3, 640, 10, d1)).ok());
+  CATCH_CHECK(shard->PullReady({0, 2}, 4, false));
+  shard->workers().Flush();
+  Floats weights = WeightsOf(*shard, 0);
+  for (size_t i = 0; i < kLength; ++i) CATCH_CHECK(weights[i] == Approx(start[i] - (d0[i] + d1[i]) / 2));
+  CATCH_CHECK(shard->stats().version == version + 1);
+  // The weights after a diloco round say how long the next lasts (RoundLength: at first the least).
+  CATCH_CHECK(Build(*shard, {0, 2})->body().round_seconds() == DilocoOptions{}.min_round_seconds);
+
+  // Round 4: a trainer out of data pushes an empty round, which takes part in it (it is no idle
+  // mark): the round is the other's pseudo-gradient as it is.
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(4, 0, 0, {})).ok());
+  CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 5, false));
+  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(4, 320, 5, d1)).ok());
+  CATCH_CHECK(shard->PullReady({0, 2}, 5, false));
+  shard->workers().Flush();
+  const Floats before = weights;
+  weights = WeightsOf(*shard, 0);
+  for (size_t i = 0; i < kLength; ++i) CATCH_CHECK(weights[i] == Approx(before[i] - d1[i]));
+
+  // A per-step gradient (no inner steps) in a diloco round is refused; so is any later switch.
+  CATCH_CHECK_FALSE(PushBoth(*shard, 0, 5, 8, g).ok());
+  CATCH_CHECK_FALSE(shard->SwitchMode(20, ConsistencyMode::kAsync, 0).ok());
+}
+
+CATCH_TEST_CASE("An auto shard's diloco rounds step an outer optimizer of their own", "[ps][auto][diloco]") {
+  const ShardMap map = TestMap();
+  // The per-step phases' SGD has momentum; the outer optimizer is plain SGD at lr 0.5.
+  auto shard = MakeShard(map, ConsistencyMode::kAuto, [](Shard::Options& o) {
+    o.optimizer.momentum = 0.9;
+    o.outer_optimizer = DefaultOuterOptimizer();
+    o.outer_optimizer.lr = 0.5;
+  });
+  shard->SetLiveTrainers({0});
+  CATCH_REQUIRE(InitBoth(*shard, Ramp(1, 0)).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 8, Ramp(0.5f, 0)).ok());
+  CATCH_CHECK(shard->SwitchMode(1, ConsistencyMode::kDiloco, 0).value() == 1);
+  shard->workers().Flush();
+  const Floats start = WeightsOf(*shard, 0);
+  const Floats d = Ramp(0.04f, 0.002f);
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(1, 64, 4, d)).ok());
+  shard->workers().Flush();
+  // No momentum from the per-step steps enters the round's step: lr 0.5 times the pseudo-gradient.
+  const Floats weights = WeightsOf(*shard, 0);
+  for (size_t i = 0; i < kLength; ++i) CATCH_CHECK(weights[i] == Approx(start[i] - 0.5f * d[i]));
+}
+
+}  // namespace hetps
