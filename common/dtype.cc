@@ -17,6 +17,7 @@ size_t DTypeSize(wire::DType dtype) {
     case wire::DType::I32:
       return 4;
     case wire::DType::U8:
+    case wire::DType::I8:
       return 1;
     case wire::DType::Other:
       return 0;
@@ -40,6 +41,8 @@ const char* DTypeName(wire::DType dtype) {
       return "int32";
     case wire::DType::U8:
       return "uint8";
+    case wire::DType::I8:
+      return "int8";
     case wire::DType::Other:
       return "other";
   }
@@ -166,6 +169,15 @@ void ScaleInto(const void* in, size_t n, wire::DType dtype, float scale, bool as
       return ScaleInto16<Bf16ToFloat>(in, n, scale, assign, out);
     case wire::DType::F16:
       return ScaleInto16<HalfToFloat>(in, n, scale, assign, out);
+    case wire::DType::I8: {
+      const auto* __restrict src = static_cast<const int8_t*>(in);
+      if (assign) {
+        for (size_t i = 0; i < n; ++i) out[i] = scale * static_cast<float>(src[i]);
+      } else {
+        for (size_t i = 0; i < n; ++i) out[i] += scale * static_cast<float>(src[i]);
+      }
+      return;
+    }
     default: {
       const auto* __restrict src = static_cast<const float*>(in);
       if (assign) {

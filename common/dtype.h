@@ -13,7 +13,7 @@ namespace hetps {
 
 // Bytes per element; 0 for wire::DType::Other.
 size_t DTypeSize(wire::DType dtype);
-// "float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "other".
+// "float32", "float16", "bfloat16", "float64", "int64", "int32", "uint8", "int8", "other".
 const char* DTypeName(wire::DType dtype);
 
 // Whether tensors may travel as `dtype`: F32, F16 or BF16.
@@ -31,7 +31,8 @@ void PackFloats(const float* in, size_t n, wire::DType dtype, void* out);
 // Reads n elements of `dtype` (a wire float) from `in` into floats.
 void UnpackFloats(const void* in, size_t n, wire::DType dtype, float* out);
 // out[i] = scale * in[i] (when `assign`) or out[i] += scale * in[i], in one pass, `in` being n
-// elements of `dtype` (a wire float).
+// elements of `dtype`: a wire float, or I8, whose integers the caller's `scale` multiplies (fold
+// the frame's own scale into it, common/int8.h).
 void ScaleInto(const void* in, size_t n, wire::DType dtype, float scale, bool assign, float* out);
 
 }  // namespace hetps

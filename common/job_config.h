@@ -51,6 +51,9 @@ const char* AsyncBatchName(AsyncBatch batch);  // "share", "whole"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
 const char* WireDTypeName(wire::DType dtype);
 Result<wire::DType> ParseWireDType(const std::string& name);
+// diloco.pseudo_gradient_dtype by its job-file names: "int8" (true) or "wire_dtype" (false).
+const char* PseudoGradientDTypeName(bool int8);
+Result<bool> ParsePseudoGradientDType(const std::string& name);
 Result<ConsistencyMode> ParseMode(const std::string& name);
 wire::Mode ToWire(ConsistencyMode mode);
 ConsistencyMode FromWire(wire::Mode mode);
@@ -102,6 +105,11 @@ struct DilocoOptions {
   // weights after it travel, which reach the trainer a round late (docs/modes.md, "diloco");
   // false: every trainer waits for them at the end of each round.
   bool overlap = true;
+  // pseudo_gradient_dtype: int8: every partition of a pseudo-gradient travels as int8 with one
+  // scale, a quarter of float32's bytes, the rounding kept on the trainer and added to the next
+  // round's (error feedback; docs/modes.md, "diloco"); the weights still travel as wire_dtype.
+  // false (wire_dtype): pseudo-gradients travel as wire_dtype, as gradients do.
+  bool int8_pseudo_gradients = false;
 };
 
 // The diloco section as the shard map and TrainerJob carry it, and back (absent: the defaults).

@@ -128,6 +128,8 @@ Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptio
       {"max_round_seconds", BoundedDouble(&options.max_round_seconds, 0.01, 86400)},
       {"overlap",
        [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &options.overlap); }},
+      {"pseudo_gradient_dtype",
+       ChoiceField(&options.int8_pseudo_gradients, {{"wire_dtype", false}, {"int8", true}})},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "diloco.", fields));
   *out = options;

@@ -30,6 +30,13 @@ Status ValidateDiloco(const JobOptions& o) {
                                    ") and round_seconds (" + FormatNumber(d.round_seconds) +
                                    ") both set; a round is measured in one or the other");
   }
+  if (d.int8_pseudo_gradients && o.mode != ConsistencyMode::kDiloco) {
+    return Status::InvalidArgument(std::string("diloco.pseudo_gradient_dtype: int8 needs mode diloco, "
+                                               "not ") +
+                                   ModeName(o.mode) +
+                                   "; per-step gradients have no error feedback to carry int8's rounding "
+                                   "(wire_dtype: bf16 or fp16 narrows them)");
+  }
   if (d.min_round_seconds > d.max_round_seconds) {
     return Status::InvalidArgument("diloco.min_round_seconds: " + FormatNumber(d.min_round_seconds) +
                                    " is larger than max_round_seconds (" + FormatNumber(d.max_round_seconds) +

@@ -112,6 +112,8 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "min_round_seconds" << YAML::Value << o.diloco.min_round_seconds;
   out << YAML::Key << "max_round_seconds" << YAML::Value << o.diloco.max_round_seconds;
   out << YAML::Key << "overlap" << YAML::Value << o.diloco.overlap;
+  out << YAML::Key << "pseudo_gradient_dtype" << YAML::Value
+      << PseudoGradientDTypeName(o.diloco.int8_pseudo_gradients);
   out << YAML::EndMap;
   WriteOptimizer(out, "outer_optimizer", o.outer_optimizer);
   out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);

@@ -46,6 +46,17 @@ Result<wire::DType> ParseWireDType(const std::string& name) {
   return Status::InvalidArgument("wire_dtype: '" + name + "' is not a wire dtype; allowed: fp32, bf16, fp16");
 }
 
+const char* PseudoGradientDTypeName(bool int8) {
+  return int8 ? "int8" : "wire_dtype";
+}
+
+Result<bool> ParsePseudoGradientDType(const std::string& name) {
+  if (name == "int8") return true;
+  if (name == "wire_dtype") return false;
+  return Status::InvalidArgument("diloco.pseudo_gradient_dtype: '" + name +
+                                 "' is not a pseudo-gradient dtype; allowed: wire_dtype, int8");
+}
+
 Result<ConsistencyMode> ParseMode(const std::string& name) {
   if (name == "sync") return ConsistencyMode::kSync;
   if (name == "async") return ConsistencyMode::kAsync;
@@ -90,7 +101,8 @@ ConsistencyMode FromWire(wire::Mode mode) {
 flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
                                                      const DilocoOptions& d) {
   return wire::CreateDilocoConfig(fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds,
-                                  d.max_round_seconds, d.overlap);
+                                  d.max_round_seconds, d.overlap,
+                                  d.int8_pseudo_gradients ? wire::DType::I8 : wire::DType::F32);
 }
 
 DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
@@ -102,6 +114,7 @@ DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
   d.min_round_seconds = config->min_round_seconds();
   d.max_round_seconds = config->max_round_seconds();
   d.overlap = config->overlap();
+  d.int8_pseudo_gradients = config->pseudo_gradient_dtype() == wire::DType::I8;
   return d;
 }
 

@@ -295,7 +295,7 @@ void Server::HandleData(Message message) {
         pull.trainer = trainer;
         pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
         pull.clock = push->clock() + 1 + push->ahead();
-        pull.dtype = push->dtype();
+        pull.dtype = push->dtype() == wire::DType::I8 ? push->weights_dtype() : push->dtype();
         pull.arrived = std::chrono::steady_clock::now();
         pending_.push_back(std::move(pull));
       } else {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -204,6 +205,34 @@ Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::v
   return Status::Ok();
 }
 
+Status Shard::CheckScales(const wire::Push& push, bool empty) const {
+  const auto* scales = push.scales();
+  if (push.dtype() != wire::DType::I8 || empty) {
+    if (scales != nullptr && scales->size() > 0) {
+      return Status::Protocol(std::string("a push of ") + (empty ? "no samples" : DTypeName(push.dtype())) +
+                              " carries scales; only int8 frames have them");
+    }
+    return Status::Ok();
+  }
+  const size_t partitions = push.partitions()->size();
+  if (scales == nullptr || scales->size() != partitions) {
+    return Status::Protocol("int8 push lists " + std::to_string(partitions) + " partitions but " +
+                            std::to_string(scales == nullptr ? 0 : scales->size()) + " scales");
+  }
+  for (size_t i = 0; i < partitions; ++i) {
+    const float scale = scales->Get(i);
+    if (!std::isfinite(scale) || scale < 0) {
+      return Status::Protocol("int8 push gives " + PartitionName(map_, push.partitions()->Get(i)) +
+                              " the scale " + std::to_string(scale) + "; a scale is finite and at least 0");
+    }
+  }
+  if (push.pull() && !IsWireFloat(push.weights_dtype())) {
+    return Status::Protocol(std::string("int8 push asks for weights as ") + DTypeName(push.weights_dtype()) +
+                            "; they travel as float32, bfloat16 or float16");
+  }
+  return Status::Ok();
+}
+
 Status Shard::Init(const wire::InitWeights& init, Frames frames) {
   HETPS_RETURN_IF_ERROR(CheckFrames(*init.partitions(), *frames, /*allow_empty=*/false, wire::DType::F32));
   for (size_t i = 0; i < frames->size(); ++i) {
@@ -263,7 +292,13 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const bool sync = HasRounds(mode);
   const bool diloco = mode == ConsistencyMode::kDiloco;
   const wire::DType dtype = push.dtype();
-  if (!IsWireFloat(dtype)) {
+  const bool int8 = dtype == wire::DType::I8;
+  if (int8 && !diloco) {
+    return Status::FailedPrecondition(std::string("int8 pushes carry diloco's pseudo-gradients only; this "
+                                                  "job's mode is ") +
+                                      ModeName(mode));
+  }
+  if (!IsWireFloat(dtype) && !int8) {
     return Status::FailedPrecondition(std::string("gradients travel as float32, bfloat16 or float16, not ") +
                                       DTypeName(dtype));
   }
@@ -286,6 +321,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
                             std::to_string(versions->size()) + " versions");
   }
   HETPS_RETURN_IF_ERROR(CheckFrames(ids, *frames, /*allow_empty=*/empty, dtype));
+  HETPS_RETURN_IF_ERROR(CheckScales(push, empty));
   for (size_t i = 0; i < ids.size(); ++i) {
     const Slot* slot = *Find(ids[i]);
     if (empty && (*frames)[i].size() != 0) {
@@ -377,9 +413,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     // The round's update is sum_t(b_t * g_t) / sum_t(b_t): the mean gradient over every sample
     // of the round, as one process would compute on the concatenated batch. Diloco sums
     // b_t / tau_t * d_t, each pseudo-gradient per inner step (CompleteRoundIfReady scales it back).
-    const float batch = diloco
-                            ? static_cast<float>(static_cast<double>(push.batch_size()) / push.inner_steps())
-                            : static_cast<float>(push.batch_size());
+    // An int8 frame's integers are scale * q: its scale joins the weight.
+    const double weight = diloco ? static_cast<double>(push.batch_size()) / push.inner_steps()
+                                 : static_cast<double>(push.batch_size());
+    const float batch = static_cast<float>(int8 ? weight * push.scales()->Get(i) : weight);
     Slot* accumulating = &slot;
     workers_->Post(slot.owner, [accumulating, grad, dtype, batch, first, frames] {
       ScaleInto(grad, accumulating->info->length, dtype, batch, /*assign=*/first, accumulating->sum.data());

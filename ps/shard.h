@@ -121,10 +121,12 @@ class Shard {
   // pseudo-gradients over Push.inner_steps inner steps (at least 1 with samples); a round steps
   // the outer optimizer once, by lr, on sum_t(p_t * d_t / tau_t) * sum_t(p_t * tau_t), where
   // tau_t is trainer t's inner steps and p_t its share of the round's samples (FedNova: each
-  // pseudo-gradient normalised by its steps, and the whole scaled back by the mean steps). In ssp, a push
+  // pseudo-gradient normalised by its steps, and the whole scaled back by the mean steps); its
+  // frames may also be int8, each read as its scale (Push.scales) times its integers. In ssp, a push
   // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
   // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
-  // frame length, a push before initialisation, a repeated or out-of-turn push, or a trainer that is not
+  // frame length, int8 frames outside diloco or without one finite scale >= 0 each, a push before
+  // initialisation, a repeated or out-of-turn push, or a trainer that is not
   // live. Gradient bytes are read in place, by the partitions' owners.
   Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
   // Whether a push may ask for weights `ahead` steps early (Push.ahead): async, or ssp with a
@@ -241,6 +243,9 @@ class Shard {
   // The slot of a partition of this shard, or NotFound naming it.
   Result<Slot*> Find(uint32_t partition);
   Result<const Slot*> Find(uint32_t partition) const;
+  // A push's scales: one finite scale >= 0 per partition for int8 frames with samples (and
+  // weights asked for as a wire float), none otherwise; Protocol naming what is wrong.
+  Status CheckScales(const wire::Push& push, bool empty) const;
   // Frames must hold elements of `dtype`, one per partition listed.
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
                      bool allow_empty, wire::DType dtype) const;

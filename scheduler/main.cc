@@ -26,7 +26,7 @@ void RequestStop(int) {
 
 struct Overrides {
   std::string model, model_file, loss, mode, optimizer, listen, summary, balance, async_batch, wire_dtype,
-      checkpoint_dir, model_out, curve_keys, http;
+      pseudo_gradient_dtype, checkpoint_dir, model_out, curve_keys, http;
   uint32_t checkpoint_interval = 0, checkpoint_keep = 0;
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint32_t round_steps = 0;
@@ -66,6 +66,8 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
     job->diloco.round_steps = 0;
   }
   if (given("--overlap-rounds")) job->diloco.overlap = o.overlap_rounds;
+  if (given("--pseudo-gradient-dtype"))
+    job->diloco.int8_pseudo_gradients = *hetps::ParsePseudoGradientDType(o.pseudo_gradient_dtype);
   if (given("--outer-lr")) job->outer_optimizer.lr = o.outer_lr;
   if (given("--outer-momentum")) {
     job->outer_optimizer.momentum = o.outer_momentum;
@@ -143,6 +145,10 @@ int main(int argc, char** argv) {
       ->excludes(round_steps);
   app.add_option("--overlap-rounds", o.overlap_rounds,
                  "diloco: run each round while the last one's weights travel (true | false; diloco.overlap)");
+  app.add_option("--pseudo-gradient-dtype", o.pseudo_gradient_dtype,
+                 "diloco: pseudo-gradients in flight as wire_dtype, or as int8 with error feedback "
+                 "(wire_dtype | int8; diloco.pseudo_gradient_dtype)")
+      ->check(CLI::IsMember({"wire_dtype", "int8"}));
   app.add_option("--outer-lr", o.outer_lr, "diloco: the outer optimizer's learning rate (outer_optimizer.lr)")
       ->check(CLI::PositiveNumber);
   app.add_option("--outer-momentum", o.outer_momentum,

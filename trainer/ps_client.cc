@@ -47,6 +47,12 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
         ReceiveLimits{1 + partitions_of_.back().size(), kDefaultMaxEnvelopeBytes + map.BytesOf(s)});
   }
   for (const PartitionInfo& p : map.partitions()) partitions_of_tensor_[p.tensor].push_back(p.id);
+  if (options_.int8_pushes) {
+    std::vector<uint64_t> lengths;
+    lengths.reserve(map.partitions().size());
+    for (const PartitionInfo& p : map.partitions()) lengths.push_back(p.length);
+    feedback_ = std::make_unique<Int8Feedback>(lengths);
+  }
 }
 
 std::string PsClient::ServerName(uint32_t server) const {
@@ -311,7 +317,7 @@ Status PsClient::PushTensor(size_t tensor, const float* grad, std::shared_ptr<co
 Status PsClient::PushTensor(size_t tensor, const void* grad, wire::DType grad_dtype,
                             std::shared_ptr<const void> owner) {
   HETPS_CHECK(step_batch_ > 0 && tensor < step_pushed_.size() && !step_pushed_[tensor]);
-  const wire::DType dtype = options_.wire_dtype;
+  const wire::DType dtype = feedback_ ? wire::DType::I8 : options_.wire_dtype;
   HETPS_CHECK(grad_dtype == dtype || grad_dtype == wire::DType::F32) << DTypeName(grad_dtype);
   step_pushed_[tensor] = true;
   for (uint32_t id : partitions_of_tensor_[tensor]) {
@@ -319,7 +325,11 @@ Status PsClient::PushTensor(size_t tensor, const void* grad, wire::DType grad_dt
     Outgoing& out = outgoing_[p.server];
     const size_t bytes = p.length * DTypeSize(dtype);
     const auto* data = static_cast<const char*>(grad) + p.offset * DTypeSize(grad_dtype);
-    if (grad_dtype == dtype) {
+    if (feedback_) {
+      out.frames.emplace_back(bytes);
+      out.scales.push_back(feedback_->Encode(id, reinterpret_cast<const float*>(data),
+                                             static_cast<int8_t*>(out.frames.back().data())));
+    } else if (grad_dtype == dtype) {
       out.frames.push_back(BorrowFrame(data, bytes, owner));
     } else {
       // Narrowed straight into the frame ZeroMQ sends.
@@ -342,10 +352,13 @@ Status PsClient::Flush(uint32_t server) {
     versions.push_back(versions_[id]);
     awaiting_[id] = true;
   }
-  flatbuffers::FlatBufferBuilder fbb(128 + 16 * out.partitions.size());
-  auto body =
-      wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions, options_.wire_dtype,
-                             /*pull=*/true, step_ahead_, step_round_.inner_steps, step_round_.sync_us);
+  // A push without data (batch_size 0) has empty frames, whatever the dtype: no scales.
+  const bool int8 = feedback_ && step_batch_ > 0;
+  flatbuffers::FlatBufferBuilder fbb(128 + 20 * out.partitions.size());
+  auto body = wire::CreatePushDirect(fbb, step_clock_, step_batch_, &out.partitions, &versions,
+                                     int8 ? wire::DType::I8 : options_.wire_dtype,
+                                     /*pull=*/true, step_ahead_, step_round_.inner_steps, step_round_.sync_us,
+                                     int8 ? &out.scales : nullptr, options_.wire_dtype);
   Message request;
   request.envelope = sender_->Seal(fbb, wire::Body::Push, body.Union());
   bytes_pushed_ += out.bytes;

@@ -23,6 +23,7 @@
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "common/transport.h"
+#include "trainer/int8_feedback.h"
 
 namespace hetps {
 
@@ -44,6 +45,9 @@ class PsClient {
     std::chrono::microseconds reply_spin{100};
     wire::DType wire_dtype = wire::DType::F32;          // gradients sent and weights asked for: F32,
                                                         // BF16 or F16
+    // mode diloco, diloco.pseudo_gradient_dtype int8: pushes travel as int8, one scale per
+    // partition, with error feedback (Int8Feedback); the weights still come as wire_dtype.
+    bool int8_pushes = false;
     // A streamed step sends a server's ready partitions once they hold at least this many
     // bytes (a larger partition goes alone), so small tensors share a message.
     uint64_t coalesce_bytes = uint64_t{1} << 20;
@@ -79,8 +83,11 @@ class PsClient {
   // server's rank) get a new connection; messages still queued for the old one are dropped.
   Status Reconnect(const std::vector<std::string>& endpoints, const std::vector<std::string>& keys);
 
-  // The dtype gradients travel as (and weights are asked for as).
+  // The dtype weights are asked for as, and gradients travel as unless int8_pushes.
   wire::DType wire_dtype() const { return options_.wire_dtype; }
+  // The dtype of the gradients' host buffers PushTensor takes as they are: float32 for int8
+  // pushes (quantised as they are packed), otherwise wire_dtype.
+  wire::DType staging_dtype() const { return feedback_ ? wire::DType::F32 : options_.wire_dtype; }
 
   // Offers `weights` (one host buffer per tensor) as the initial model; servers keep the first
   // offer they get. `owner` keeps the buffers alive until sent.
@@ -110,6 +117,9 @@ class PsClient {
   Status PushTensor(size_t tensor, const float* grad, std::shared_ptr<const void> owner);
   // The same for a gradient whose elements are `dtype`: float32, or already the wire dtype (as
   // GradientStaging converts them on the device), in which case the bytes go out as they are.
+  // With int8_pushes the gradient must be float32: each partition is quantised into its frame
+  // here, its residual kept for the next step's push of it (so a round's residual is settled
+  // before the next round begins, even while the round travels).
   Status PushTensor(size_t tensor, const void* grad, wire::DType dtype, std::shared_ptr<const void> owner);
   // Whether tensor `tensor`'s gradient has been pushed in the step under way.
   bool Pushed(size_t tensor) const { return step_pushed_[tensor]; }
@@ -147,6 +157,7 @@ class PsClient {
   struct Outgoing {
     std::vector<uint32_t> partitions;
     std::vector<zmq::message_t> frames;
+    std::vector<float> scales;  // int8 pushes: one per partition
     uint64_t bytes = 0;
   };
 
@@ -192,11 +203,12 @@ class PsClient {
   uint32_t step_batch_ = 0;
   uint32_t step_ahead_ = 0;
   RoundPush step_round_;
-  std::vector<bool> step_pushed_;      // per tensor
-  std::vector<Outgoing> outgoing_;     // per server
-  std::vector<size_t> step_messages_;  // per server: pushes sent
-  std::vector<size_t> step_awaited_;   // per server: replies to them not yet taken in
-  PullResult step_result_;             // what the replies taken in so far brought
+  std::vector<bool> step_pushed_;           // per tensor
+  std::vector<Outgoing> outgoing_;          // per server
+  std::vector<size_t> step_messages_;       // per server: pushes sent
+  std::vector<size_t> step_awaited_;        // per server: replies to them not yet taken in
+  PullResult step_result_;                  // what the replies taken in so far brought
+  std::unique_ptr<Int8Feedback> feedback_;  // int8 pushes: the residuals, per partition
 };
 
 }  // namespace hetps

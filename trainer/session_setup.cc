@@ -110,7 +110,7 @@ Status Trainer::Session::Setup() {
   }
   if (copy_stream_) {
     auto staging =
-        GradientStaging::Create(buffers_->signature(), device_, client_->wire_dtype(), *copy_stream_);
+        GradientStaging::Create(buffers_->signature(), device_, client_->staging_dtype(), *copy_stream_);
     if (!staging.ok()) return staging.status();
     staging_ = std::move(*staging);
     step_options.staging = staging_.get();
@@ -363,6 +363,7 @@ Status Trainer::Session::ConnectToServers() {
   client_options.reply_spin = options_.reply_spin;
   client_options.routing_id = job_.data_token;
   client_options.wire_dtype = wire_map->wire_dtype();
+  client_options.int8_pushes = job_.mode == ConsistencyMode::kDiloco && job_.diloco.int8_pseudo_gradients;
   if (wire_map->max_message_bytes() > 0) {
     client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
   }

@@ -50,6 +50,25 @@ CATCH_TEST_CASE("mode: auto's diloco threshold defaults to 0.65, is read, writte
                   {"job.yaml:2: auto.diloco_min_transfer_share", "1.5", "[0, 1]"});
 }
 
+CATCH_TEST_CASE("diloco.pseudo_gradient_dtype: int8 is read, written back and sent to the members",
+                "[common][job_config]") {
+  CATCH_CHECK(!ParseOrFail("mode: diloco\n").diloco.int8_pseudo_gradients);
+  const JobOptions o = ParseOrFail("mode: diloco\ndiloco:\n  pseudo_gradient_dtype: int8\n");
+  CATCH_CHECK(o.diloco.int8_pseudo_gradients);
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(o)).diloco.int8_pseudo_gradients);
+  CATCH_CHECK(!ParseOrFail("mode: diloco\ndiloco:\n  pseudo_gradient_dtype: wire_dtype\n")
+                   .diloco.int8_pseudo_gradients);
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(DilocoToWire(fbb, o.diloco));
+  const auto* config = flatbuffers::GetRoot<wire::DilocoConfig>(fbb.GetBufferPointer());
+  CATCH_CHECK(config->pseudo_gradient_dtype() == wire::DType::I8);
+  CATCH_CHECK(DilocoFromWire(config).int8_pseudo_gradients);
+  // A scheduler that predates the field sends none: pseudo-gradients travel as wire_dtype.
+  CATCH_CHECK(!DilocoFromWire(nullptr).int8_pseudo_gradients);
+  CATCH_CHECK(*ParsePseudoGradientDType("int8"));
+  CATCH_CHECK(!ParsePseudoGradientDType("fp8").ok());
+}
+
 CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields override them",
                 "[common][job_config]") {
   CATCH_SECTION("adamw") {

@@ -101,6 +101,8 @@ Status ScriptedTrainer::Setup(const std::vector<TensorInfo>& signature, PsClient
     endpoints[server->rank()] = server->endpoint()->str();
   }
   client_options.wire_dtype = wire_map->wire_dtype();  // as the job says, like a real trainer
+  client_options.int8_pushes = FromWire(wire_map->mode()) == ConsistencyMode::kDiloco &&
+                               DilocoFromWire(wire_map->diloco()).int8_pseudo_gradients;
   max_message_bytes_ = wire_map->max_message_bytes();
   if (wire_map->max_message_bytes() > 0) {
     client_options.max_message_bytes = static_cast<int64_t>(wire_map->max_message_bytes());
