@@ -3,11 +3,11 @@
 # UndefinedBehaviorSanitizer, and runs each for a bounded time from its committed corpus; fails
 # on any finding (a crash, a sanitizer report, a timeout or running out of memory).
 #   scripts/fuzz.sh [--seconds N] [--build-dir DIR] [--regression] [--jobs J] [TARGET...]
-# --seconds N    run each target for N seconds (default 60), one after the other
+# --seconds N    run each target for N seconds (default 60), --jobs of them at a time
 # --build-dir    the fuzz build (default build-fuzz), configured with HETPS_FUZZ=ON on first use;
 #                it builds only the libraries the targets read with, without LibTorch
 # --regression   instead, run every file of the committed corpus once (a few seconds)
-# --jobs J       parallel compile jobs (default: the number of cores)
+# --jobs J       parallel compile jobs, and targets fuzzed at once (default: the number of cores)
 # TARGET...      only these targets: envelope, shard, job_config, safetensors, manifest
 # A finding ends its target's run and prints the path of the input that caused it (under
 # DIR/fuzz-findings/TARGET/); the other targets still run, and the script exits 1. Inputs the
@@ -74,32 +74,35 @@ set -e
 # Every finding stops the run with an error: halt at the first report, print its stack.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1:print_summary=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
-failed=()
-for target in "${targets[@]}"; do
-  program="$build_dir/tests/${target}_fuzz"
-  seeds="$root/tests/fuzz/corpus/$target"
-  findings="$build_dir/fuzz-findings/$target"
-  log="$build_dir/fuzz-$target.log"
+# Runs one target; its exit status goes to DIR/fuzz-TARGET.status.
+run_target() {
+  local target=$1 program="$build_dir/tests/${1}_fuzz" seeds="$root/tests/fuzz/corpus/$1"
+  local findings="$build_dir/fuzz-findings/$1" log="$build_dir/fuzz-$1.log" inputs flags status
   mkdir -p "$findings"
   flags=(-error_exitcode=77 -timeout_exitcode=78 -timeout=10 -rss_limit_mb=2048 -artifact_prefix="$findings/")
   if ((regression)); then
-    echo "fuzz.sh: $target: replaying $(find "$seeds" -type f | wc -l) corpus files"
     inputs=("$seeds")
     flags+=(-runs=0)
   else
-    echo "fuzz.sh: $target: fuzzing for ${seconds}s"
-    corpus="$build_dir/fuzz-corpus/$target"
-    mkdir -p "$corpus"
-    inputs=("$corpus" "$seeds")  # new inputs go to the first directory
+    mkdir -p "$build_dir/fuzz-corpus/$target"
+    inputs=("$build_dir/fuzz-corpus/$target" "$seeds")  # new inputs go to the first directory
     flags+=(-max_total_time="$seconds" -print_final_stats=1)
   fi
   set +e
   "$program" "${flags[@]}" "${inputs[@]}" >"$log" 2>&1
   status=$?
   set -e
+  echo "$status" >"$build_dir/fuzz-$target.status"
+}
+
+# What a target's run found, from its log.
+report_target() {
+  local target=$1 program="$build_dir/tests/${1}_fuzz" log="$build_dir/fuzz-$1.log" status crash
+  status=$(cat "$build_dir/fuzz-$target.status" 2>/dev/null || echo "no status")
+  [[ $status =~ ^[0-9]+$ ]] || status=1
   if ((status == 0)); then
     grep -E '^stat::number_of_executed_units' "$log" | sed "s/^/fuzz.sh: $target: /" || true
-    continue
+    return
   fi
   failed+=("$target")
   # The report, the target's own message for a failed check, and where in the target it stopped.
@@ -113,6 +116,23 @@ for target in "${targets[@]}"; do
     echo "fuzz.sh: $target: FAILED (exit $status) without writing an input; see $log"
   fi
   echo "fuzz.sh: $target: the whole report is in $log"
+}
+
+# Each fuzzer uses one core: `jobs` targets run at a time, each for the whole --seconds.
+failed=()
+for ((first = 0; first < ${#targets[@]}; first += jobs)); do
+  batch=("${targets[@]:first:jobs}")
+  for target in "${batch[@]}"; do
+    if ((regression)); then
+      echo "fuzz.sh: $target: replaying $(find "$root/tests/fuzz/corpus/$target" -type f | wc -l) corpus files"
+    else
+      echo "fuzz.sh: $target: fuzzing for ${seconds}s"
+    fi
+    rm -f "$build_dir/fuzz-$target.status"
+    run_target "$target" &
+  done
+  wait
+  for target in "${batch[@]}"; do report_target "$target"; done
 done
 if ((${#failed[@]})); then
   echo "fuzz.sh: findings in: ${failed[*]}" >&2
