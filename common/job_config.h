@@ -45,8 +45,8 @@ Result<Loss> ParseLoss(const std::string& name);
 wire::Loss ToWire(Loss loss);
 Loss FromWire(wire::Loss loss);
 
-const char* ModeName(ConsistencyMode mode);  // "sync", "async", "ssp", "auto", "diloco"
-const char* BalanceName(Balance balance);    // "none", "speed"
+const char* ModeName(ConsistencyMode mode);    // "sync", "async", "ssp", "auto", "diloco"
+const char* BalanceName(Balance balance);      // "none", "speed"
 const char* AsyncBatchName(AsyncBatch batch);  // "share", "whole"
 // Wire dtypes by their job-file names: "fp32", "bf16", "fp16".
 const char* WireDTypeName(wire::DType dtype);
@@ -74,20 +74,20 @@ struct CheckpointOptions {
 
 // The job file's `auto` section: how mode: auto decides (scheduler/mode_chooser.h).
 struct AutoModeOptions {
-  double measure_seconds = 1;          // measure the trainers this long before the first decision
-  double decide_interval_seconds = 4;  // then look again this often
-  double steady_variation = 0.3;       // a trainer whose report speeds spread more (relative
-                                       // standard deviation) is variable: ssp
-  double sync_min_speed_ratio = 0.5;   // steady trainers sync when slowest / fastest speed is at
-                                       // least this, and go async below it
-  uint32_t max_staleness = 32;         // the largest ssp bound it chooses
+  double measure_seconds = 1;             // measure the trainers this long before the first decision
+  double decide_interval_seconds = 4;     // then look again this often
+  double steady_variation = 0.3;          // a trainer whose report speeds spread more (relative
+                                          // standard deviation) is variable: ssp
+  double sync_min_speed_ratio = 0.5;      // steady trainers sync when slowest / fastest speed is at
+                                          // least this, and go async below it
+  uint32_t max_staleness = 32;            // the largest ssp bound it chooses
   double async_min_transfer_share = 0.8;  // with whole batches in async, trainers whose steps of
                                           // the whole batch are at least this much outside
                                           // compute (their transfers) go async
   // Trainers whose steps of the whole batch are all at least this much outside compute switch
   // the job to diloco for good (1: never).
   double diloco_min_transfer_share = 0.65;
-  double stall_memory_seconds = 60;    // a trainer's stall counts this long after it ended
+  double stall_memory_seconds = 60;  // a trainer's stall counts this long after it ended
 };
 
 // The job file's `diloco` section: the rounds of mode: diloco (docs/job_config.md, "diloco").
@@ -151,20 +151,20 @@ struct JobOptions {
   std::string dataset = "fashion-mnist";  // the built-in data set, used when data.format is empty
   DataOptions data;                       // the job's own data files (docs/job_config.md, "Data")
   ConsistencyMode mode = ConsistencyMode::kSync;
-  uint32_t staleness = 3;            // ssp: a trainer runs at most this many clocks
-                                     // ahead of the slowest live one (0..10000)
+  uint32_t staleness = 3;                  // ssp: a trainer runs at most this many clocks
+                                           // ahead of the slowest live one (0..10000)
   std::optional<bool> staleness_aware_lr;  // async, ssp: divide each push's gradient by its
                                            // staleness (at least 1) before the optimizer; unset:
                                            // the mode's default (StalenessAwareLr)
-  AutoModeOptions auto_mode;         // mode: auto's decision rule (the `auto` section)
-  Balance balance = Balance::kNone;  // sync: none (equal shares) | speed (shares in
-                                     // proportion to each trainer's measured speed)
-  std::optional<AsyncBatch> async_batch;  // async, ssp: a trainer's batch per step is its even
-                                          // share of the global batch | the whole of it; unset:
-                                          // the mode's default (AsyncBatchOf)
-  uint32_t epochs = 1;               // 1..1000
-  uint32_t global_batch_size = 64;   // samples per step over all trainers; each trainer
-                                     // takes an equal share (the first ones one more)
+  AutoModeOptions auto_mode;               // mode: auto's decision rule (the `auto` section)
+  Balance balance = Balance::kNone;        // sync: none (equal shares) | speed (shares in
+                                           // proportion to each trainer's measured speed)
+  std::optional<AsyncBatch> async_batch;   // async, ssp: a trainer's batch per step is its even
+                                           // share of the global batch | the whole of it; unset:
+                                           // the mode's default (AsyncBatchOf)
+  uint32_t epochs = 1;                     // 1..1000
+  uint32_t global_batch_size = 64;         // samples per step over all trainers; each trainer
+                                           // takes an equal share (the first ones one more)
   OptimizerOptions optimizer =
       DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);   // the
                                                                // servers'; in diloco the trainers' inner one

@@ -78,7 +78,7 @@ class Shard {
     std::vector<uint64_t> versions;
     uint64_t round_samples = 0;
     wire::DType dtype = wire::DType::F32;
-    uint64_t held_us = 0;  // set by the server: how long the request waited for the rule
+    uint64_t held_us = 0;      // set by the server: how long the request waited for the rule
     double round_seconds = 0;  // diloco: the length of the round these weights start (RoundLength)
     std::vector<zmq::message_t> frames;
 
@@ -299,7 +299,7 @@ class Shard {
   std::vector<uint32_t> live_trainers_;       // sorted
   std::map<uint32_t, uint64_t> from_clocks_;  // live trainers that joined a running job: first clock
   std::map<uint32_t, TrainerClock> clocks_;
-  ModeSchedule schedule_;  // mode: auto only
+  ModeSchedule schedule_;     // mode: auto only
   RoundLength round_length_;  // mode: diloco only
   uint64_t pushes_ = 0;
   std::vector<uint64_t> staleness_counts_ = std::vector<uint64_t>(kStalenessBuckets, 0);

@@ -80,8 +80,8 @@ class ModeChooser {
   // What the rule looks at, per trainer.
   struct TrainerMeasure {
     uint32_t rank = 0;
-    double samples_per_second = 0;     // pace over the window
-    double steps_per_second = 0;       // at its current batch
+    double samples_per_second = 0;  // pace over the window
+    double steps_per_second = 0;    // at its current batch
     // Of its step at the whole global batch, the part outside compute (its transfers, batch
     // assembly): the time per step outside compute over that plus compute per sample times the
     // global batch. 0 when unknown.

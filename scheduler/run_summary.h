@@ -127,8 +127,8 @@ struct RunSummary {
   uint64_t samples_completed = 0;  // samples of data chunks reported trained, over all epochs
                                    // (epochs x samples per epoch once the job is complete)
   double final_test_loss = 0;
-  double final_test_accuracy = 0;  // metric accuracy
-  double final_test_r2 = 0;        // metric r2
+  double final_test_accuracy = 0;        // metric accuracy
+  double final_test_r2 = 0;              // metric r2
   double final_test_perplexity = 0;      // metric perplexity: e^final_test_loss
   double final_test_bits_per_token = 0;  // metric perplexity: final_test_loss / ln 2
   uint64_t weight_version = 0;

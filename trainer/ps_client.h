@@ -43,8 +43,8 @@ class PsClient {
     // tens of microseconds when the cores are idle (a small push-pull's round trip halves,
     // benchmarks/README.md, "Round trips of small models"). 0: sleep at once.
     std::chrono::microseconds reply_spin{100};
-    wire::DType wire_dtype = wire::DType::F32;          // gradients sent and weights asked for: F32,
-                                                        // BF16 or F16
+    wire::DType wire_dtype = wire::DType::F32;  // gradients sent and weights asked for: F32,
+                                                // BF16 or F16
     // mode diloco, diloco.pseudo_gradient_dtype int8: pushes travel as int8, one scale per
     // partition, with error feedback (Int8Feedback); the weights still come as wire_dtype.
     bool int8_pushes = false;

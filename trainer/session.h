@@ -147,9 +147,9 @@ class Trainer::Session {
   std::unique_ptr<DataPositionReporter> position_;
   std::unique_ptr<DilocoRound> round_;   // mode diloco (and auto once switched to it) only
   std::optional<uint64_t> rounds_from_;  // mode auto: the step its switch to diloco starts at
-  std::vector<Message> deferred_;       // mode diloco: messages kept for the round's end
-  double round_seconds_ = 0;            // mode diloco: the length the servers chose last
-  uint64_t inner_steps_ = 0;            // mode diloco: inner steps taken
+  std::vector<Message> deferred_;        // mode diloco: messages kept for the round's end
+  double round_seconds_ = 0;             // mode diloco: the length the servers chose last
+  uint64_t inner_steps_ = 0;             // mode diloco: inner steps taken
   uint32_t last_round_inner_steps_ = 0;
 
   uint32_t epoch_ = 0;

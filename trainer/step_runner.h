@@ -70,8 +70,8 @@ class StepRunner {
     // False for a forward_during_pull step that wrote none back (the first: the model keeps the
     // weights it has).
     bool weights_written = true;
-    double loss = 0;              // mean training loss of the batch (0 without data)
-    double compute_seconds = 0;   // forward, backward and the slowdown sleeps
+    double loss = 0;             // mean training loss of the batch (0 without data)
+    double compute_seconds = 0;  // forward, backward and the slowdown sleeps
   };
 
   StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, const Dataset& train,
