@@ -21,7 +21,8 @@
 #   --spec FILE       the machines (required)
 #   --only A,B        run only these machines of the spec (e.g. the fast one alone)
 #   --local-steps NAME=N[,NAME=N]  these machines' local_steps, over the spec's
-#   --clean           remove what runs killed with SIGKILL left behind, then exit
+#   --clean           remove what runs killed with SIGKILL left behind, then exit (every run
+#                     does this first, for runs whose process is gone)
 # Job options (override the job file, as in scripts/launch_local.sh; the spec sets --servers and
 # --trainers): --config FILE  --mode sync|async|ssp|auto|diloco  --staleness S  --staleness-aware-lr true|false
 #   --balance none|speed  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
@@ -68,6 +69,9 @@ reason=$(sim_unavailable)
 [[ -z $reason ]] || { echo "$tool: cannot simulate machines here: $reason" >&2; exit 2; }
 if ((clean)); then clean_stale; exit 0; fi
 [[ -n $spec ]] || { echo "$tool: --spec FILE is required (see benchmarks/clusters/)" >&2; exit 2; }
+# A run killed with SIGKILL (or with the machine's session) could not tear down; its namespaces
+# and cgroups go now, before they are mistaken for this run's or pile up.
+clean_stale >&2
 
 # The spec, one machine per line: NAME CPUS LINK THREADS LOCAL_STEPS STALL_EVERY STALL_FOR STALL_CPUS
 # ROLES.

@@ -3,7 +3,8 @@
 # a box (benchmarks/clusters/home.yaml: 1.2 and 0.3 cores), the slow machine's trainer really is
 # slower, and after a finished job, a failed one and one interrupted with SIGINT (and a SIGTERM on
 # top) while a machine is frozen, no namespace, link, cgroup or process of the run is left (a diloco
-# job on the same machines too, its slow machine taking fewer inner steps per round); a bad
+# job on the same machines too, its slow machine taking fewer inner steps per round), and a run
+# removes what a run killed with SIGKILL left; a bad
 # spec gets an error naming the machine and the field (a bad local_steps too). Needs root: exits
 # 77 (skipped) without it.
 #   sim_cluster_test.sh BUILD_DIR
@@ -19,8 +20,10 @@ fi
 
 work=$(mktemp -d)
 tool_pid=""
+stale=""
 cleanup() {
   [[ -n $tool_pid ]] && kill -s KILL "$tool_pid" 2>/dev/null && sim_teardown "hetps-sim-$tool_pid"
+  [[ -n $stale ]] && ip netns del "$stale" 2>/dev/null
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -82,11 +85,23 @@ wait_tool
 echo "ok: budgets above the cores: $(cat "$work/big.out")"
 nothing_left "budgets above the cores"
 
+# What a run killed with SIGKILL left (a namespace named after a process that is gone) goes
+# with the next run's start.
+sleep 0 &
+dead=$!
+wait "$dead"
+stale="hetps-sim-$dead"
+ip netns add "$stale"
+
 # The job: every sample of an epoch in async mode, where each trainer runs at its own pace.
 run_tool home --spec "$root/benchmarks/clusters/home.yaml" --mode async --epochs 1 --lr 0.02 \
   --momentum 0.9 --eval-interval-samples 20000 --summary "$work/home.json" --no-checkpoints
 wait_tool
 [[ $code == 0 ]] || fail "the job on home.yaml: exit $code"
+ip netns list | grep -q "^$stale\b" && fail "the namespace $stale, of a process that is gone, is left"
+grep -q "removing what $stale left behind" "$work/home.out" || fail "no word of removing $stale: $(head -5 "$work/home.out")"
+echo "ok: the run removed $stale, which a process that is gone left"
+stale=""
 /usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/home.json" async 1 2 0.80 60000 ||
   fail "the job on home.yaml fell short"
 /usr/bin/python3 - "$work/home.json" "$work/home/machines.json" <<'PY' || fail "the CPU budgets"
