@@ -140,6 +140,7 @@ class Shard {
   Result<uint64_t> SwitchMode(uint64_t from_clock, ConsistencyMode mode, uint32_t staleness);
   const ModeSchedule& schedule() const { return schedule_; }
 
+  // ---- Pulls (shard_pull.cc) ----
   // Checks that a pull comes from a live trainer and names distinct partitions of this shard.
   Status ValidatePull(uint32_t trainer, const wire::Pull& pull) const;
 
