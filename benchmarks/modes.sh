@@ -15,7 +15,9 @@
 # with its links scaled down by a GPU's speed-up over this host's CPU, 30: the compute-to-transfer
 # ratio of an NVIDIA desktop and a Mac on Wi-Fi; see the spec). With --local only
 # equal (--slowdown 1,1) and home (1,4) exist. Cases in each scenario: the fast machine alone and the slow one alone
-# (the baselines: their samples/s added up is the sum the two could reach), sync, sync balanced by
+# (the baselines: their samples/s added up is the sum the two could reach), fast alone plain (the
+# fast machine alone without hetps: a plain LibTorch loop of the same model, optimizer, batch,
+# seed and threads under its CPU budget, benchmarks/plain_train.cc), sync, sync balanced by
 # speed, async, async whole (async_batch: whole with the staleness-aware rate), async local (async
 # whole with 8 local steps on every machine but the fast one: hetps-trainer --local-steps), ssp
 # (bound 3; in the stalls scenarios also 16), auto (whose async and ssp phases take whole batches
@@ -40,7 +42,7 @@
 # curve) and DIR/modes.png (median accuracy against time with the range as a band), and keeps
 # each run's logs and summary in DIR/modes-runs/.
 #   --quick            the home scenario, mlp, 10,000 samples, one seed, the cases fast alone,
-#                      slow alone, sync balanced, async, auto, fast alone diloco and diloco (a few
+#                      fast alone plain, slow alone, sync balanced, async, auto, fast alone diloco and diloco (a few
 #                      minutes)
 #   --seeds N          runs per case (default 3)
 #   --model mlp|cnn    default mlp (target 0.85); cnn's target is 0.90, which the fast machine
@@ -148,6 +150,7 @@ cases_of() {
     slow="--slow-alone"   # the spec less the fast machine's trainer (see slow_spec)
   fi
   echo "fast alone|--mode sync $fast"
+  echo "fast alone plain|--plain"
   echo "slow alone|--mode sync $slow"
   ((quick)) || echo "sync|--mode sync"
   echo "sync balanced|--mode sync --balance speed"
@@ -201,7 +204,43 @@ with open(sys.argv[2], "w") as f:
 PY
 }
 
-if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only; fi
+# The fast machine alone without hetps (the case fast alone plain): benchmarks/plain_train.cc with
+# the job's model, epochs, evaluations, seed and modes.yaml's optimizer and batch, under the fast
+# machine's CPU budget and threads (a loop sends nothing, so no link), its cgroups removed on
+# every exit.
+run_plain() {  # SCENARIO SEED DIR
+  local flags
+  flags=$(/usr/bin/python3 - benchmarks/modes.yaml <<'PY'
+import sys, yaml
+job = yaml.safe_load(open(sys.argv[1]))
+o = job["optimizer"]
+assert o["name"] == "sgd", "modes.yaml: the plain loop runs SGD"
+print(f"--lr {o['lr']} --momentum {o.get('momentum', 0)} --batch {job['global_batch_size']}")
+PY
+)
+  local plain=("$build_dir/bin/hetps-bench-plain-train" $flags --model "$model" --epochs "$epochs"
+               --eval-interval-samples "$interval" --seed "$2" --summary "$3/summary.json")
+  ((quick)) && plain+=(--max-train-samples 10000)
+  mkdir -p "$3"
+  if ((local_form)); then "${plain[@]}"; return; fi
+  (
+    local machine cpus threads
+    read -r machine cpus threads < <(/usr/bin/python3 - "benchmarks/clusters/$1.yaml" <<'PY'
+import sys, yaml
+spec = yaml.safe_load(open(sys.argv[1]))
+name = next(m for m in spec if "trainer" in spec[m]["roles"])
+print(name, spec[name]["cpus"], spec[name].get("threads", 1))
+PY
+)
+    sim_prefix=hetps-sim-$BASHPID
+    trap 'sim_teardown "$sim_prefix"' EXIT
+    sim_cgroups_up
+    sim_cpu_budget_up "$machine" "$cpus"
+    (join_machine_cgroups "$machine" && exec "${plain[@]}" --threads "$threads")
+  )
+}
+
+if ((build)); then scripts/build.sh --build-dir "$build_dir" --binaries-only --target hetps-bench-plain-train; fi
 runs="$out/modes-runs"
 rm -rf "$runs"
 mkdir -p "$runs"
@@ -219,7 +258,9 @@ for seed in $(seq 1 "$seeds"); do
       dir="$runs/$scenario/$(echo "$name" | tr ' =' '-_')/seed-$seed"
       mkdir -p "$(dirname "$dir")"
       echo "modes.sh: [$n] $scenario, $name, seed $seed"
-      if ((local_form)); then
+      if [[ $flags == --plain ]]; then
+        launcher=()
+      elif ((local_form)); then
         launcher=(scripts/launch_local.sh --servers 1)
         [[ " ${case_flags[*]} " == *" --trainers "* ]] || launcher+=(--trainers 2 --slowdown "$([[ $scenario == home ]] && echo 1,4 || echo 1,1)")
       elif [[ ${case_flags[*]} == *--slow-alone* ]]; then
@@ -231,8 +272,13 @@ for seed in $(seq 1 "$seeds"); do
       else
         launcher=(scripts/sim_cluster.sh --spec "benchmarks/clusters/$scenario.yaml")
       fi
-      if "${launcher[@]}" "${job[@]}" "${case_flags[@]}" --seed "$seed" --progress none --no-checkpoints \
-          --summary "$dir/summary.json" --run-dir "$dir" --build-dir "$build_dir" --no-build > "$dir.out" 2>&1; then
+      if ((${#launcher[@]} == 0)); then
+        run=(run_plain "$scenario" "$seed" "$dir")
+      else
+        run=("${launcher[@]}" "${job[@]}" "${case_flags[@]}" --seed "$seed" --progress none --no-checkpoints
+             --summary "$dir/summary.json" --run-dir "$dir" --build-dir "$build_dir" --no-build)
+      fi
+      if "${run[@]}" > "$dir.out" 2>&1; then
         printf '%s\t%s\t%s\t%s\t%s\n' "$scenario" "$name" "$seed" "$flags" "$dir/summary.json" >> "$manifest"
       else
         failed+=("$scenario/$name/seed $seed")

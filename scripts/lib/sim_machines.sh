@@ -62,6 +62,11 @@ sim_bridge_up() {
   ip -n "$sim_prefix" link add br0 type bridge
   ip -n "$sim_prefix" link set br0 up
   ip -n "$sim_prefix" link set lo up
+  sim_cgroups_up
+}
+
+# The cgroups every machine's cgroups go under, named after sim_prefix.
+sim_cgroups_up() {
   local controller
   for controller in "${sim_controllers[@]}"; do mkdir "$cgroup_root/$controller/$sim_prefix"; done
 }
@@ -80,9 +85,13 @@ sim_machine_up() {  # I NAME CPUS LINK
     shape "$ns" eth0 "$link"
     shape "$sim_prefix" "m$i" "$link"
   fi
-  local controller
+  sim_cpu_budget_up "$machine" "$cpus"
+}
+
+# MACHINE's cgroups (under sim_cgroups_up's), with a CPU budget of CPUS cores.
+sim_cpu_budget_up() {  # NAME CPUS
+  local machine=$1 cpus=$2 controller cpu period
   for controller in "${sim_controllers[@]}"; do mkdir "$(machine_cgroup "$controller" "$machine")"; done
-  local cpu period
   cpu=$(machine_cgroup cpu "$machine")
   period=$(cfs_period_us "$cpus")
   echo "$(awk -v c="$cpus" -v p="$period" 'BEGIN { printf "%d", c * p }')" > "$cpu/cpu.cfs_quota_us"
@@ -98,12 +107,18 @@ machine_address() { echo "$sim_subnet.$(($1 + 1))"; }   # I
 # whose host name is the machine's, and execs COMMAND in place (the PID stays the caller's).
 # Run it in the background (`on_machine NAME cmd &`): the subshell moves itself.
 on_machine() {  # MACHINE COMMAND...
-  local machine=$1 controller
+  local machine=$1
   shift
-  for controller in "${sim_controllers[@]}"; do
-    echo "$BASHPID" > "$(machine_cgroup "$controller" "$machine")/cgroup.procs"
-  done
+  join_machine_cgroups "$machine"
   exec ip netns exec "$(machine_netns "$machine")" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$machine" "$@"
+}
+
+# Moves the calling (sub)shell into MACHINE's cgroups: its CPU budget and account.
+join_machine_cgroups() {  # MACHINE
+  local controller
+  for controller in "${sim_controllers[@]}"; do
+    echo "$BASHPID" > "$(machine_cgroup "$controller" "$1")/cgroup.procs"
+  done
 }
 
 # Periodic stalls of MACHINE: every EVERY seconds for FOR seconds it is frozen (STALL_CPUS 0: the
