@@ -3,7 +3,7 @@
 # against the fast machine alone, on simulated home clusters (scripts/sim_cluster.sh, root) or,
 # with --local, on this host with a sleeping trainer (--slowdown).
 #
-#   benchmarks/modes.sh [--local] [--quick] [--scenarios A,B] [--seeds N] [--model mlp|cnn]
+#   benchmarks/modes.sh [--local] [--quick] [--scenarios A,B] [--seeds N] [--model mlp|cnn|charlm]
 #                       [--epochs N] [--eval-interval N] [--target X] [--out DIR]
 #                       [--cases A,B] [--build-dir DIR] [--no-build]
 #
@@ -30,7 +30,8 @@
 # Each case runs --seeds times (different --seed: the initial weights and the data order),
 # interleaved: seed by seed, scenario by scenario, case by case, so that the host's drift falls on
 # every case alike.
-# Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64) with the model, an
+# Job: benchmarks/modes.yaml (SGD lr 0.05 momentum 0.9, global batch 64; --model charlm:
+# benchmarks/modes_charlm.yaml, Adam lr 0.002, 32 windows of 64 characters) with the model, an
 # evaluation on the test set every --eval-interval samples (default 2000; evaluated on copies of
 # the weights after training, so they cost no training time).
 # Writes DIR/modes.md (per scenario: median and range over the seeds of the seconds to --target,
@@ -41,16 +42,25 @@
 # speedup_vs_fast_alone, each a median; per case accuracy_at_equal_time; every run's figures and
 # curve) and DIR/modes.png (median accuracy against time with the range as a band), and keeps
 # each run's logs and summary in DIR/modes-runs/.
-#   --quick            the home scenario, mlp, 10,000 samples, one seed, the cases fast alone,
-#                      fast alone plain, slow alone, sync balanced, async, auto, fast alone diloco and diloco (a few
-#                      minutes)
+#   --quick            the home scenario, 10,000 samples (charlm: 2,000 windows), one seed, the
+#                      cases fast alone, fast alone plain, slow alone, sync balanced, async, auto,
+#                      fast alone diloco and diloco (a few minutes)
 #   --seeds N          runs per case (default 3)
-#   --model mlp|cnn    default mlp (target 0.85); cnn's target is 0.90, which the fast machine
-#                      alone reaches in 4-6 epochs (below it the curves are too flat to rank)
-#   --epochs N         default 2 for mlp (it reaches 0.85 around the end of its first epoch), 6 for cnn
-#   --eval-interval N  default 2000 samples for mlp, 6000 for cnn
-#   --target X         the accuracy timed (default 0.85 for mlp, 0.90 for cnn)
+#   --model mlp|cnn|charlm  default mlp (target 0.85); cnn's target is 0.90, which the fast machine
+#                      alone reaches in 4-6 epochs (below it the curves are too flat to rank);
+#                      charlm: a character-level GPT of Python's sources (benchmarks/modes_charlm.yaml,
+#                      its corpus tokenized into data/charlm first when missing), timed to a
+#                      validation loss, without the fast alone plain case (the plain loop trains
+#                      Fashion-MNIST only)
+#   --epochs N         default 2 for mlp (it reaches 0.85 around the end of its first epoch), 6 for
+#                      cnn; charlm: 1 epoch of --windows windows
+#   --windows N        charlm: windows of 64 characters trained on (default 40,000)
+#   --eval-interval N  default 2000 samples for mlp, 6000 for cnn, 2000 windows for charlm
+#   --target X         the accuracy timed (default 0.85 for mlp, 0.90 for cnn); charlm: the
+#                      validation loss timed (default 2.0 nats per character)
 #   --cases A,B        only these cases, by name (e.g. "fast alone,sync balanced,auto")
+#   --out DIR          where the report goes (default benchmarks/results; charlm:
+#                      benchmarks/results/charlm)
 #   --build-dir DIR    where the binaries are (default build); built with scripts/build.sh
 #                      --binaries-only unless --no-build
 # A case that fails is named with the end of its output, marked failed, and the others still
@@ -58,7 +68,7 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-out="$root/benchmarks/results"
+out=""   # default benchmarks/results (--model charlm: benchmarks/results/charlm)
 build_dir="$root/build"
 build=1
 quick=0
@@ -68,6 +78,7 @@ model=mlp
 epochs=""
 interval=""
 target=""
+windows=40000
 scenarios=""
 only_cases=""
 command_line="benchmarks/modes.sh${*:+ $*}"
@@ -84,6 +95,7 @@ while (($#)); do
     --epochs) need_value "$@"; epochs=$2; shift 2 ;;
     --eval-interval) need_value "$@"; interval=$2; shift 2 ;;
     --target) need_value "$@"; target=$2; shift 2 ;;
+    --windows) need_value "$@"; windows=$2; shift 2 ;;
     --cases) need_value "$@"; only_cases=$2; shift 2 ;;
     --out) need_value "$@"; out=$2; shift 2 ;;
     --build-dir) need_value "$@"; build_dir=$2; shift 2 ;;
@@ -92,11 +104,19 @@ while (($#)); do
     *) echo "modes.sh: unknown flag '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[[ $model == mlp || $model == cnn ]] || { echo "modes.sh: --model is mlp or cnn, not '$model'" >&2; exit 2; }
+[[ $model == mlp || $model == cnn || $model == charlm ]] ||
+  { echo "modes.sh: --model is mlp, cnn or charlm, not '$model'" >&2; exit 2; }
 [[ $seeds =~ ^[1-9][0-9]*$ ]] || { echo "modes.sh: --seeds must be a positive number, not '$seeds'" >&2; exit 2; }
-[[ -n $target ]] || target=$([[ $model == mlp ]] && echo 0.85 || echo 0.90)
-[[ -n $epochs ]] || epochs=$([[ $model == mlp ]] && echo 2 || echo 6)
-[[ -n $interval ]] || interval=$([[ $model == mlp ]] && echo 2000 || echo 6000)
+[[ $windows =~ ^[1-9][0-9]*$ ]] || { echo "modes.sh: --windows must be a positive number, not '$windows'" >&2; exit 2; }
+case $model in
+  mlp) defaults=(0.85 2 2000) ;;
+  cnn) defaults=(0.90 6 6000) ;;
+  charlm) defaults=(2.0 1 2000) ;;
+esac
+[[ -n $target ]] || target=${defaults[0]}
+[[ -n $epochs ]] || epochs=${defaults[1]}
+[[ -n $interval ]] || interval=${defaults[2]}
+metric=$([[ $model == charlm ]] && echo loss || echo accuracy)
 
 if ((local_form)); then
   known=(equal home)
@@ -123,13 +143,26 @@ if ((!local_form)); then
   [[ -z $reason ]] || { echo "modes.sh: the cluster in a box is unavailable: $reason (or use --local)" >&2; exit 2; }
 fi
 
+[[ -n $out ]] || out="$root/benchmarks/results$([[ $model == charlm ]] && echo /charlm)"
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 [[ $build_dir = /* ]] || build_dir="$PWD/$build_dir"
 cd "$root"
 
-job=(--config benchmarks/modes.yaml --model "$model" --epochs "$epochs" --eval-interval-samples "$interval")
-((quick)) && job+=(--max-train-samples 10000)
+if [[ $model == charlm ]]; then
+  # The corpus of configs/charlm.yaml, made once.
+  data="$root/data/charlm"
+  if [[ ! -s $data/vocab.json ]]; then
+    ((build)) && scripts/build.sh --build-dir "$build_dir" --target hetps-data
+    "$build_dir/bin/hetps-data" tokenize --chars /usr/lib/python3.11 --include '*.py' --val-percent 1 --out "$data"
+  fi
+  ((quick)) && windows=2000
+  job=(--config benchmarks/modes_charlm.yaml --epochs "$epochs" --max-train-samples "$windows"
+       --eval-interval-samples "$interval" --data-dir "$data")
+else
+  job=(--config benchmarks/modes.yaml --model "$model" --epochs "$epochs" --eval-interval-samples "$interval")
+  ((quick)) && job+=(--max-train-samples 10000)
+fi
 
 # The cases of a scenario: "name|flags". The baselines' names are fixed (the report finds them).
 cases_of() {
@@ -150,7 +183,7 @@ cases_of() {
     slow="--slow-alone"   # the spec less the fast machine's trainer (see slow_spec)
   fi
   echo "fast alone|--mode sync $fast"
-  echo "fast alone plain|--plain"
+  [[ $model == charlm ]] || echo "fast alone plain|--plain"
   echo "slow alone|--mode sync $slow"
   ((quick)) || echo "sync|--mode sync"
   echo "sync balanced|--mode sync --balance speed"
@@ -293,7 +326,7 @@ done
 where=$( ((local_form)) && echo "this host (launch_local.sh, --slowdown)" || echo "the cluster in a box (sim_cluster.sh)")
 report_status=0
 /usr/bin/python3 benchmarks/modes_report.py --out "$out" --command "$command_line" --where "$where" \
-  --job "${job[*]}" --target "$target" --seconds $((SECONDS - start)) "$manifest" || report_status=$?
+  --job "${job[*]}" --target "$target" --metric "$metric" --seconds $((SECONDS - start)) "$manifest" || report_status=$?
 if ((${#failed[@]} > 0 || report_status != 0)); then
   ((${#failed[@]} == 0)) || echo "modes.sh: failed: $(printf "'%s' " "${failed[@]}")" >&2
   exit 1

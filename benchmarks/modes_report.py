@@ -4,7 +4,12 @@ plot (median test accuracy against training time per case, its range over the se
 prints the tables.
 
 usage: modes_report.py --out DIR --command CMD --where TEXT --job FLAGS --target X --seconds N
-                       MANIFEST
+                       [--metric accuracy|loss] MANIFEST
+
+--metric: what --target is of: test accuracy (the default; reached at or above it) or test loss
+(a language model's validation loss; reached at or below it). Curves and final figures are keyed
+by the metric (test_loss, final_test_loss); the windows at equal time keep their names
+(accuracy_at_equal_time, median_accuracy) and hold the metric, which "metric" names.
 
 MANIFEST has one run a line, tab-separated: scenario, case, seed, flags, summary path (empty for
 a launch that failed). The cases "fast alone" and "slow alone" are the baselines. Exits 1 when a
@@ -23,6 +28,24 @@ BASELINES = ("fast alone", "slow alone")
 # diloco", "fast alone plain"): its best is the baseline every two-machine case is held against.
 def is_fast_alone(case):
     return case == "fast alone" or case.startswith("fast alone ")
+
+
+class Metric:
+    """What the curves and the target are of: the key in a summary's evaluations and in its
+    final figures, the words for it, and which way is better."""
+
+    def __init__(self, name):
+        self.name = name
+        self.loss = name == "loss"
+        self.key = "test_loss" if self.loss else "test_accuracy"
+        self.final_key = "final_test_loss" if self.loss else "final_test_accuracy"
+        self.words = "test loss" if self.loss else "test accuracy"
+
+    def reached(self, value, target):
+        return value <= target if self.loss else value >= target
+
+
+METRIC = Metric("accuracy")
 
 
 def machine():
@@ -50,24 +73,24 @@ def machine():
 
 
 def curve(summary):
-    """(wall seconds, samples trained, test accuracy) in time order: every snapshot evaluation, at
+    """(wall seconds, samples trained, the metric) in time order: every snapshot evaluation, at
     the time its weights were taken, then the final evaluation at the end of training."""
     points = []
     for e in summary.get("evaluations", []):
         if e.get("snapshot", 0) > 0:
-            points.append((e["wall_seconds"], e["samples_trained"], e["test_accuracy"]))
+            points.append((e["wall_seconds"], e["samples_trained"], e[METRIC.key]))
         elif e.get("final"):
-            points.append((summary["train_seconds"], e["samples_trained"], e["test_accuracy"]))
+            points.append((summary["train_seconds"], e["samples_trained"], e[METRIC.key]))
     return sorted(points)
 
 
 def first_reaching(points, threshold):
-    """The first point at or above threshold, or None."""
-    return next((p for p in points if p[2] >= threshold), None)
+    """The first point at the threshold or beyond it (above for accuracy, below for loss), or None."""
+    return next((p for p in points if METRIC.reached(p[2], threshold)), None)
 
 
 def window_mean(points, start, end):
-    """The mean test accuracy of the evaluations taken in [start, end) s of training, or None."""
+    """The mean metric of the evaluations taken in [start, end) s of training, or None."""
     accuracies = [a for t, _, a in points if start <= t < end]
     return statistics.mean(accuracies) if accuracies else None
 
@@ -83,7 +106,7 @@ def equal_time_windows(case_runs, edges):
     and how many runs had an evaluation there."""
     out = []
     for a, b in zip(edges, edges[1:]):
-        values = [v for v in (window_mean([(p["wall_seconds"], p["samples_trained"], p["test_accuracy"])
+        values = [v for v in (window_mean([(p["wall_seconds"], p["samples_trained"], p[METRIC.key])
                                            for p in r["curve"]], a, b) for r in case_runs) if v is not None]
         out.append({"from_seconds": a, "to_seconds": b, "median_accuracy": median(values),
                     "runs": len(values), "values": values})
@@ -120,12 +143,12 @@ def run_figures(scenario, case, seed, flags, path, target):
         "samples_to_target": hit[1] if hit else None,
         "samples_per_second": s["samples_per_second"],
         "train_seconds": s["train_seconds"],
-        "final_test_accuracy": s["final_test_accuracy"],
+        METRIC.final_key: s[METRIC.final_key],
         "staleness_p99": s.get("staleness_p99"),
         "max_clock_gap": s.get("max_clock_gap"),
         "batch_share": s.get("batch_share"),
         "mode_decisions": s.get("mode_decisions", []),
-        "curve": [{"wall_seconds": w, "samples_trained": n, "test_accuracy": a} for w, n, a in points],
+        "curve": [{"wall_seconds": w, "samples_trained": n, METRIC.key: a} for w, n, a in points],
     }
 
 
@@ -148,7 +171,7 @@ def scenario_figures(runs):
             "reached": len(times),
             "seconds_to_target": medians[case],
             "samples_per_second": median([r["samples_per_second"] for r in ok]),
-            "final_test_accuracy": median([r["final_test_accuracy"] for r in ok]),
+            METRIC.final_key: median([r[METRIC.final_key] for r in ok]),
         })
     by_case = {c["case"]: c for c in out["cases"]}
     alone = {c: medians[c] for c in medians if is_fast_alone(c) and medians[c] is not None}
@@ -178,14 +201,15 @@ def scenario_figures(runs):
 
 def markdown(scenarios, args, machine_line, date):
     lines = [
-        "# Does the slow machine help? Time to accuracy by mode",
+        f"# Does the slow machine help? Time to {METRIC.words} by mode",
         "",
         f"Command: `{args.command}` ({args.seconds} s in all), on {args.where}  ",
         f"Job: `{args.job}` plus each case's flags (in modes.json)  ",
         f"Machine: {machine_line}  ",
         f"Date: {date}",
         "",
-        f"Seconds are training time to the first evaluation at or above test accuracy {args.target:g} "
+        f"Seconds are training time to the first evaluation at or {'below' if METRIC.loss else 'above'} "
+        f"{METRIC.words} {args.target:g} "
         "(evaluations run on copies of the weights, after training); median (range) over the seeds. "
         "\"sum\" is the two machines' samples/s alone, added up.",
     ]
@@ -202,7 +226,7 @@ def markdown(scenarios, args, machine_line, date):
             f"auto {fmt(s['auto_seconds_to_target'])} s; sum of the machines "
             f"{fmt(s['sum_samples_per_second'], 0)} samples/s",
             "",
-            f"| case | runs reaching {args.target:g} | s to {args.target:g} | samples/s | final accuracy |",
+            f"| case | runs reaching {args.target:g} | s to {args.target:g} | samples/s | final {METRIC.words} |",
             "| --- | ---: | ---: | ---: | ---: |",
         ]
         for c in s["cases"]:
@@ -212,13 +236,13 @@ def markdown(scenarios, args, machine_line, date):
             lines.append(
                 f"| {c['case']} | {len(times)}/{len(c['runs'])}{f' ({failed} failed)' if failed else ''} "
                 f"| {spread(times, 1)} | {spread([r['samples_per_second'] for r in ok], 0)} "
-                f"| {spread([r['final_test_accuracy'] for r in ok], 4)} |")
+                f"| {spread([r[METRIC.final_key] for r in ok], 4)} |")
         windows = s["cases"][0]["accuracy_at_equal_time"] if s["cases"] else []
         if not windows:
             continue
         lines += [
             "",
-            "Mean test accuracy at equal training time (each run's evaluations in the window, median "
+            f"Mean {METRIC.words} at equal training time (each run's evaluations in the window, median "
             f"(range) over the seeds); the windows are {', '.join(f'{m:g}' for m in WINDOW_MULTIPLES)}x "
             f"the fast machine alone's time to {args.target:g}:",
             "",
@@ -236,13 +260,13 @@ def markdown(scenarios, args, machine_line, date):
 
 
 def median_band(runs, grid):
-    """Per grid time: the median, lowest and highest accuracy over runs (each run holds its last
-    evaluation's accuracy until its next; None before its first)."""
+    """Per grid time: the median, lowest and highest metric over runs (each run holds its last
+    evaluation's until its next; None before its first)."""
     med, low, high = [], [], []
     for t in grid:
         values = []
         for r in runs:
-            seen = [p["test_accuracy"] for p in r["curve"] if p["wall_seconds"] <= t]
+            seen = [p[METRIC.key] for p in r["curve"] if p["wall_seconds"] <= t]
             if seen:
                 values.append(seen[-1])
         med.append(statistics.median(values) if values else float("nan"))
@@ -273,8 +297,9 @@ def plot(scenarios, target, path):
         ax.axhline(target, color="grey", linewidth=0.8)
         ax.set_title(name)
         ax.set_xlabel("training time (s)")
-        ax.set_ylabel("test accuracy")
-        ax.set_ylim(0.5, 0.92)
+        ax.set_ylabel(METRIC.words)
+        if not METRIC.loss:
+            ax.set_ylim(0.5, 0.92)
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -288,8 +313,11 @@ def main():
     parser.add_argument("--job", required=True)
     parser.add_argument("--target", type=float, required=True)
     parser.add_argument("--seconds", type=int, required=True)
+    parser.add_argument("--metric", choices=("accuracy", "loss"), default="accuracy")
     parser.add_argument("manifest")
     args = parser.parse_args()
+    global METRIC
+    METRIC = Metric(args.metric)
     runs = []
     with open(args.manifest) as f:
         for line in f:
@@ -308,6 +336,7 @@ def main():
         f.write(report)
     with open(os.path.join(args.out, "modes.json"), "w") as f:
         json.dump({"command": args.command, "where": args.where, "job": args.job, "target": args.target,
+                   "metric": METRIC.key,
                    "machine": machine_line, "date": date, "seconds": args.seconds,
                    "scenarios": scenarios}, f, indent=1)
     plot(scenarios, args.target, os.path.join(args.out, "modes.png"))

@@ -69,3 +69,26 @@ rows=$(grep -c '^| [a-z]' "$work/modes.md")
 expected=9
 grep -q "^Mean test accuracy at equal training time" "$work/modes.md" && expected=17
 ((rows == expected)) || { echo "modes_benchmark_test: expected $expected table rows, found $rows" >&2; exit 1; }
+
+# --model charlm on this host (--local): a language model timed to a validation loss, reached at or
+# below the target, with the fast machine alone and diloco on a few hundred windows.
+"$root/benchmarks/modes.sh" --local --model charlm --scenarios equal --cases "fast alone,diloco" --windows 640 \
+  --eval-interval 320 --target 3.3 --seeds 1 --no-build --build-dir "$build" --out "$work/charlm"
+/usr/bin/python3 - "$work/charlm/modes.json" <<'PY'
+import json, sys
+report = json.load(open(sys.argv[1]))
+assert report["metric"] == "test_loss", report["metric"]
+equal = report["scenarios"]["equal"]
+assert [c["case"] for c in equal["cases"]] == ["fast alone", "diloco"], equal["cases"]
+for c in equal["cases"]:
+    assert "final_test_loss" in c and "final_test_accuracy" not in c, c.keys()
+    for r in c["runs"]:
+        assert r["status"] == "ok", r
+        curve = r["curve"]
+        assert len(curve) >= 2 and all("test_loss" in p for p in curve), curve
+        # Below the log of the vocabulary (about 5.4 nats): the model learned.
+        assert r["final_test_loss"] < 4, r
+        first = next((p["wall_seconds"] for p in curve if p["test_loss"] <= 3.3), None)
+        assert r["seconds_to_target"] == first, (r["seconds_to_target"], curve)
+print("modes_benchmark_test: charlm ok; fast alone", equal["fast_alone_seconds_to_target"], "s to loss 3.3")
+PY
