@@ -27,7 +27,8 @@
 //     others nothing unless it stalls longer;
 //   - and otherwise balanced sync (one averaged update per round, no staleness; the balancer
 //     evens out the rest).
-// Every decision carries its reason, with the figures it rests on. Plain logic, owned by the
+// Every decision carries its reason, with the figures it rests on (a per-step one with diloco on
+// the table also says what diloco was predicted to give). Plain logic, owned by the
 // scheduler's loop thread; time is passed in, so tests drive it with made-up reports.
 #pragma once
 

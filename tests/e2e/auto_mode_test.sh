@@ -11,7 +11,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
 # makes speeds noisy), syncs any two within 5x and lets an ssp bound cover a stall of the fastest's
 # steps (at the default cap of 32 a 1.2 s stall of these trainers' millisecond steps makes it
 # async) and never goes async for steps that are mostly transfers (the MLP's over loopback may
-# be, on a fast host) nor to diloco (predicted about 2x over loopback, where they are about half
+# be, on a fast host) nor to diloco (predicted about 1.7x over loopback, where they are about half
 # transfers): stalls are what the test changes.
 job "model: mlp" "mode: auto" "servers: 1" "trainers: 2" "epochs: 3" \
   "optimizer: {name: sgd, lr: 0.05, momentum: 0.9}" \
