@@ -84,9 +84,9 @@ struct AutoModeOptions {
   double async_min_transfer_share = 0.8;  // with whole batches in async, trainers whose steps of
                                           // the whole batch are at least this much outside
                                           // compute (their transfers) go async
-  // Trainers whose steps of the whole batch are all at least this much outside compute switch
-  // the job to diloco for good (1: never).
-  double diloco_min_transfer_share = 0.65;
+  // Trainers that would train at least this many times their samples/s now in diloco (their
+  // compute-only speeds, less the rounds' diloco.sync_share) switch the job to diloco for good.
+  double diloco_min_speedup = 1.5;
   double stall_memory_seconds = 60;  // a trainer's stall counts this long after it ended
 };
 

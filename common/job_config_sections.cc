@@ -96,6 +96,18 @@ Status ReadOptimizer(const YAML::Node& node, const std::string& source, Optimize
 }
 
 Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeOptions* out) {
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      if (entry.first.Scalar() != "diloco_min_transfer_share") continue;
+      // The rule it tuned (every trainer's share of a step outside compute) is gone: it missed a
+      // trainer beside the server, whose transfers are quick, though diloco won for the cluster.
+      return Status::InvalidArgument(
+          Where(source, entry.first, "auto.diloco_min_transfer_share") +
+          ": no longer read; auto now picks diloco by the cluster's samples/s: use auto.diloco_min_speedup "
+          "(diloco's predicted samples/s over those now from which it switches, default 1.5; "
+          "docs/job_config.md)");
+    }
+  }
   AutoModeOptions options = *out;
   const std::vector<Field> fields = {
       {"measure_seconds", BoundedDouble(&options.measure_seconds, 0, 3600)},
@@ -103,7 +115,7 @@ Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeO
       {"steady_variation", BoundedDouble(&options.steady_variation, 0.001, 1000)},
       {"sync_min_speed_ratio", BoundedDouble(&options.sync_min_speed_ratio, 0, 1)},
       {"async_min_transfer_share", BoundedDouble(&options.async_min_transfer_share, 0, 1)},
-      {"diloco_min_transfer_share", BoundedDouble(&options.diloco_min_transfer_share, 0, 1)},
+      {"diloco_min_speedup", BoundedDouble(&options.diloco_min_speedup, 0, 1000)},
       {"max_staleness",
        [&](const YAML::Node& n, const std::string& w) {
          return ReadInteger(n, w, uint32_t{2}, uint32_t{10000}, &options.max_staleness);

@@ -96,7 +96,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "steady_variation" << YAML::Value << o.auto_mode.steady_variation;
   out << YAML::Key << "sync_min_speed_ratio" << YAML::Value << o.auto_mode.sync_min_speed_ratio;
   out << YAML::Key << "async_min_transfer_share" << YAML::Value << o.auto_mode.async_min_transfer_share;
-  out << YAML::Key << "diloco_min_transfer_share" << YAML::Value << o.auto_mode.diloco_min_transfer_share;
+  out << YAML::Key << "diloco_min_speedup" << YAML::Value << o.auto_mode.diloco_min_speedup;
   out << YAML::Key << "max_staleness" << YAML::Value << o.auto_mode.max_staleness;
   out << YAML::Key << "stall_memory_seconds" << YAML::Value << o.auto_mode.stall_memory_seconds;
   out << YAML::EndMap;

@@ -2,11 +2,16 @@
 // progress reports (samples per second by pace: compute and the trainer's own transfers, without
 // the servers' hold for other trainers; Progress.paced_seconds) and the gaps between them,
 // and decides which consistency mode suits the trainers as measured:
-//   - when diloco is on the table (`diloco`), trainers whose steps of the whole global batch are
-//     all at least `diloco_min_transfer_share` outside compute (their transfers, mostly), whatever
-//     their speeds: diloco. Every per-step mode moves the model to and from every trainer at every
-//     step; diloco moves it once a round, overlapped with the next round's compute. The switch is
-//     one-way (the scheduler makes no decision after it);
+//   - when diloco is on the table (`diloco`), trainers that would train in diloco at least
+//     `diloco_min_speedup` times the samples per second they train at now: diloco. Every
+//     per-step mode moves the model to and from every trainer at every step; diloco moves it once
+//     a round, overlapped with the next round's compute, so each trainer trains at about its
+//     compute-only speed, less its rounds' synchronisation (`diloco_sync_share`). The prediction
+//     is (1 - diloco_sync_share) x the sum of the trainers' compute-only speeds, against the sum
+//     of their paced speeds; both from the reports between stalls (a stall lands in a report's
+//     paced time, and not always in its compute time) and as medians over the window (a freeze
+//     too short to leave a gap lands in one report). The switch is one-way (the scheduler makes
+//     no decision after it);
 //   - trainers further apart than `sync_min_speed_ratio`, or (with whole batches in async)
 //     whose steps of the whole global batch are mostly their own transfers
 //     (`async_min_transfer_share`): async, stalls or not. A round would wait for the slow
@@ -22,7 +27,8 @@
 //     others nothing unless it stalls longer;
 //   - and otherwise balanced sync (one averaged update per round, no staleness; the balancer
 //     evens out the rest).
-// Every decision carries its reason, with the figures it rests on. Plain logic, owned by the
+// Every decision carries its reason, with the figures it rests on (a per-step one with diloco on
+// the table also says what diloco was predicted to give). Plain logic, owned by the
 // scheduler's loop thread; time is passed in, so tests drive it with made-up reports.
 #pragma once
 
@@ -52,10 +58,12 @@ class ModeChooser {
     uint32_t global_batch = 0;
     double async_min_transfer_share = 0.8;
     // Whether the rule may pick diloco (the scheduler: an auto job whose servers and trainers can
-    // switch to its rounds), and from which share of a step of the whole batch outside compute,
-    // for every trainer.
+    // switch to its rounds); the predicted samples/s in diloco over those now from which it does;
+    // and the share of a round its synchronisation is expected to take (the job's
+    // diloco.sync_share, which the servers' round length is chosen for).
     bool diloco = false;
-    double diloco_min_transfer_share = 0.65;
+    double diloco_min_speedup = 1.5;
+    double diloco_sync_share = 0.05;
     uint32_t max_staleness = 32;
     double stall_memory_seconds = 60;  // a stall counts this long after it ended
     size_t window_reports = 12;        // reports kept per trainer
@@ -86,6 +94,10 @@ class ModeChooser {
     // assembly): the time per step outside compute over that plus compute per sample times the
     // global batch. 0 when unknown.
     double transfer_share = 0;
+    // For diloco's prediction, from the reports that did not end a stall, medians of the reports':
+    // samples per second of compute alone, and paced (compute and its transfers). 0 when unknown.
+    double compute_samples_per_second = 0;
+    double steady_samples_per_second = 0;
     double variation = 0;              // relative standard deviation of its reports' speeds
     double longest_stall_seconds = 0;  // longest stall remembered (0: none)
     size_t reports = 0;
@@ -112,6 +124,7 @@ class ModeChooser {
  private:
   struct Report {
     double at = 0, samples = 0, steps = 0, seconds = 0, compute = 0;
+    bool after_stall = false;  // the first after a stall's gap: its steps hold the stall
   };
   struct Stall {
     double ended = 0, seconds = 0;

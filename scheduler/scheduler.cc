@@ -53,7 +53,8 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
     rule.async_whole = AsyncBatchOf(job_) == AsyncBatch::kWhole;
     rule.global_batch = job_.global_batch_size;
     rule.async_min_transfer_share = job_.auto_mode.async_min_transfer_share;
-    rule.diloco_min_transfer_share = job_.auto_mode.diloco_min_transfer_share;
+    rule.diloco_min_speedup = job_.auto_mode.diloco_min_speedup;
+    rule.diloco_sync_share = job_.diloco.sync_share;
     auto_diloco_refusal_ = AutoDilocoRefusal(job_);
     rule.diloco = auto_diloco_refusal_.empty();
     if (!rule.diloco) HETPS_LOG(INFO) << "mode auto: never diloco in this job: " << auto_diloco_refusal_;

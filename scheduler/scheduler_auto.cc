@@ -137,7 +137,9 @@ bool Scheduler::EveryTrainerMeasured() {
 }
 
 std::string Scheduler::TooFarBehindFor(const ModeChooser::Decision& decision) {
-  if (decision.mode == ConsistencyMode::kAsync) return "";
+  // Into diloco nobody waits: a trainer behind the switch's step jumps to it and starts its
+  // rounds at once (trainer/session_rounds.cc), as the servers take any step's push in async.
+  if (decision.mode == ConsistencyMode::kAsync || decision.mode == ConsistencyMode::kDiloco) return "";
   const uint64_t bound = decision.mode == ConsistencyMode::kSsp ? decision.staleness : 0;
   const auto training = members_.Training();
   uint64_t newest = 0;
@@ -176,14 +178,15 @@ void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
                                      decision.staleness, decision.reason});
   for (Member* server : members_.Members(wire::Role::Server)) SendMode(*server, from_clock);
   if (decision.mode == ConsistencyMode::kDiloco) {
-    // The trainers leave their per-step loop at from_clock and run rounds of inner steps of the
-    // whole global batch, as in mode diloco.
-    for (Member* trainer : members_.Training()) SendMode(*trainer, from_clock);
+    // The trainers leave their per-step loop at from_clock (or, behind it, at once) and run rounds
+    // of inner steps of the whole global batch, as in mode diloco. The batch goes first: a
+    // trainer that jumps to from_clock on the switch has it in already.
     std::map<uint32_t, uint32_t> sizes;
     for (Member* t : members_.Training()) {
       if (t->batch_size != job_.global_batch_size) sizes[t->rank] = job_.global_batch_size;
     }
     SendBatchSizes(from_clock, sizes);
+    for (Member* trainer : members_.Training()) SendMode(*trainer, from_clock);
   } else if (decision.mode == ConsistencyMode::kSync) {
     Resplit(from_clock);  // by the speeds measured so far; the balancer refines it
   } else if (before == ConsistencyMode::kSync) {

@@ -77,9 +77,12 @@ class Trainer::Session {
   Status TrainRounds();
   // The loop of rounds itself, to the end of training, with the progress reporter in place.
   Status RunRounds();
-  // mode auto, at the step its switch to diloco names (rounds_from_): the model holds the
-  // servers' weights of that step; they become the first round's, the inner optimizer starts
-  // from zero, and from now on the job is diloco to this trainer. Then RunRounds.
+  // mode auto, told of its switch to diloco before the step it names (rounds_from_): the clock
+  // goes on to that step at once, the steps in between not taken.
+  void JumpToRounds();
+  // mode auto, at the step its switch to diloco names: the model holds the servers' weights of
+  // its last step; they become the first round's, the inner optimizer starts from zero, and from
+  // now on the job is diloco to this trainer. Then RunRounds.
   Status EnterRounds();
   // mode auto: a ModeSwitch to diloco from the scheduler.
   void NoteModeSwitch(const wire::ModeSwitch& change);

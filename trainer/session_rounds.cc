@@ -32,6 +32,16 @@ void Trainer::Session::NoteModeSwitch(const wire::ModeSwitch& change) {
                   << (change.reason() ? " (" + change.reason()->str() + ")" : "");
 }
 
+void Trainer::Session::JumpToRounds() {
+  // Async lets the trainers' clocks drift apart (a slow one is hundreds of steps behind after a
+  // few seconds): a trainer that stepped on to the switch's step would hold the rounds, whose
+  // first is that step on every trainer, for as long as it takes. The servers take a push of any
+  // step before the switch as async, so skipping the steps in between is safe.
+  HETPS_LOG(INFO) << "mode auto: at step " << clock_ << ", on to step " << *rounds_from_
+                  << " at once, where diloco's rounds start";
+  clock_ = *rounds_from_;
+}
+
 Status Trainer::Session::EnterRounds() {
   if (clock_ > *rounds_from_) {
     HETPS_LOG(WARNING) << "the switch to diloco was due at step " << *rounds_from_ << " but arrived at step "

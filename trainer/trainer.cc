@@ -75,6 +75,7 @@ Status Trainer::Session::TrainEpochs() {
       HETPS_RETURN_IF_ERROR(RecoverIfPaused(handled));
       continue;
     }
+    if (rounds_from_ && clock_ < *rounds_from_) JumpToRounds();
     ApplyPendingBatch();
     if (rounds_from_ && clock_ >= *rounds_from_) return EnterRounds();
     HETPS_RETURN_IF_ERROR(position_->MaybeReport(clock_, epoch_, samples_, *sampler_));

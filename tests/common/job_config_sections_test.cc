@@ -40,14 +40,21 @@ CATCH_TEST_CASE("mode: auto takes its rule from the auto section, and balance: s
   CATCH_CHECK(FromWire(wire::Mode::Auto) == ConsistencyMode::kAuto);
 }
 
-CATCH_TEST_CASE("mode: auto's diloco threshold defaults to 0.65, is read, written back and bounded",
+CATCH_TEST_CASE("mode: auto's diloco speedup defaults to 1.5, is read, written back and bounded",
                 "[common][job_config]") {
-  CATCH_CHECK(ParseOrFail("mode: auto\n").auto_mode.diloco_min_transfer_share == 0.65);
-  const JobOptions o = ParseOrFail("mode: auto\nauto:\n  diloco_min_transfer_share: 0.75\n");
-  CATCH_CHECK(o.auto_mode.diloco_min_transfer_share == 0.75);
-  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(o)).auto_mode.diloco_min_transfer_share == 0.75);
-  RequireRejected("auto:\n  diloco_min_transfer_share: 1.5\n",
-                  {"job.yaml:2: auto.diloco_min_transfer_share", "1.5", "[0, 1]"});
+  CATCH_CHECK(ParseOrFail("mode: auto\n").auto_mode.diloco_min_speedup == 1.5);
+  const JobOptions o = ParseOrFail("mode: auto\nauto:\n  diloco_min_speedup: 2.5\n");
+  CATCH_CHECK(o.auto_mode.diloco_min_speedup == 2.5);
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(o)).auto_mode.diloco_min_speedup == 2.5);
+  RequireRejected("auto:\n  diloco_min_speedup: -1\n",
+                  {"job.yaml:2: auto.diloco_min_speedup", "-1", "[0, 1000]"});
+}
+
+CATCH_TEST_CASE("The old key auto.diloco_min_transfer_share is refused, naming the new one",
+                "[common][job_config]") {
+  RequireRejected(
+      "mode: auto\nauto:\n  measure_seconds: 2\n  diloco_min_transfer_share: 0.65\n",
+      {"job.yaml:4: auto.diloco_min_transfer_share", "no longer read", "auto.diloco_min_speedup"});
 }
 
 CATCH_TEST_CASE("diloco.pseudo_gradient_dtype: int8 is read, written back and sent to the members",

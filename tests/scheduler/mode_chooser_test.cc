@@ -1,7 +1,7 @@
 // ModeChooser: mode: auto's rule on measured trainers (sync for steady, similar speeds; async for
 // steady speeds far apart; ssp with a bound from the longest stall for variable or stalling
-// trainers, async for a stall no bound may cover; diloco, when on the table, for steps mostly
-// transfers) and the measures it takes from progress reports.
+// trainers, async for a stall no bound may cover; diloco, when on the table, for trainers that
+// would train 1.5x the samples/s in it) and the measures it takes from progress reports.
 #include <catch2/catch.hpp>
 
 #include "scheduler/mode_chooser.h"
@@ -227,72 +227,96 @@ CATCH_TEST_CASE("A stall counts for stall_memory_seconds after its reports left 
   CATCH_CHECK(brief.Measures()[0].longest_stall_seconds == 0);
 }
 
-CATCH_TEST_CASE(
-    "With diloco on the table, trainers whose steps are mostly transfers switch to diloco, and say why",
-    "[scheduler][auto][diloco]") {
+// An auto job's options with diloco on the table, as the scheduler sets them by default.
+ModeChooser::Options WithDiloco() {
   ModeChooser::Options options;
   options.async_whole = true;
   options.global_batch = 64;
   options.diloco = true;
-  // Two trainers of one speed, 5% of each step in compute: 95% of a step of the whole batch is
-  // transfers, at least diloco_min_transfer_share (0.65).
-  ModeChooser transfers(options, 0.5);
-  Feed(transfers, 0, 0, 5, 1000, 64, 0.05);
-  Feed(transfers, 1, 0, 5, 950, 64, 0.05);
-  auto d = ModeChooser::Decide(transfers.Measures(), options);
+  return options;
+}
+
+CATCH_TEST_CASE(
+    "With diloco on the table, trainers that would train 1.5x the samples/s in it switch, and say why",
+    "[scheduler][auto][diloco]") {
+  const ModeChooser::Options options = WithDiloco();
+  // equal.yaml as measured: the trainer beside the server 6,627 samples/s paced, 56% of its step
+  // outside compute (over loopback); the other 2,078, 84% (over gigabit). Each would compute at
+  // about 15,000 and 13,000 alone: 0.95 x 28,049 = 26,646 samples/s against 8,705, 3.06x.
+  ModeChooser equal(options, 0.5);
+  Feed(equal, 0, 0, 5, 6627, 64, 0.44);
+  Feed(equal, 1, 0, 5, 2078, 64, 0.16);
+  auto measures = equal.Measures();
+  CATCH_CHECK(measures[0].compute_samples_per_second == Approx(6627 / 0.44));
+  CATCH_CHECK(measures[0].steady_samples_per_second == Approx(6627));
+  auto d = ModeChooser::Decide(measures, options);
   CATCH_CHECK(d.mode == ConsistencyMode::kDiloco);
-  CATCH_CHECK(d.reason.find("steps mostly transfers") != std::string::npos);
-  CATCH_CHECK(d.reason.find("at least 95% is outside compute") != std::string::npos);
-  CATCH_CHECK(d.reason.find("diloco_min_transfer_share 0.65") != std::string::npos);
+  CATCH_CHECK(d.reason.find("diloco would train 3.06x the samples/s of now") != std::string::npos);
+  CATCH_CHECK(d.reason.find("trainer 0 15061 and 6627, trainer 1 ") != std::string::npos);
+  CATCH_CHECK(d.reason.find("(1 - 0.05 for its rounds' synchronisation) x 28049 = 26646 against 8705 now") !=
+              std::string::npos);
+  CATCH_CHECK(d.reason.find("at least auto.diloco_min_speedup 1.50") != std::string::npos);
   CATCH_CHECK(d.reason.find("diloco once a round") != std::string::npos);
   CATCH_CHECK_FALSE(d.SameRule(ModeChooser::Decision{}));
+  // home.yaml: 7,543 at 57% and 1,932 at 81%: 2.78x.
+  ModeChooser home(options, 0.5);
+  Feed(home, 0, 0, 5, 7543, 64, 0.43);
+  Feed(home, 1, 0, 5, 1932, 64, 0.19);
+  d = ModeChooser::Decide(home.Measures(), options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kDiloco);
+  CATCH_CHECK(d.reason.find("diloco would train 2.78x") != std::string::npos);
   // Speeds far apart change nothing: the transfers are what every per-step mode pays.
   ModeChooser apart(options, 0.5);
   Feed(apart, 0, 0, 5, 1000, 64, 0.05);
   Feed(apart, 1, 0, 5, 200, 64, 0.05);
   CATCH_CHECK(ModeChooser::Decide(apart.Measures(), options).mode == ConsistencyMode::kDiloco);
-  // One trainer below the share keeps the per-step rule: with 95% and 60% transfers, balanced
-  // sync, as before.
-  ModeChooser one_below(options, 0.5);
-  Feed(one_below, 0, 0, 5, 1000, 64, 0.05);
-  Feed(one_below, 1, 0, 5, 950, 64, 0.4);
-  CATCH_CHECK(ModeChooser::Decide(one_below.Measures(), options).mode == ConsistencyMode::kSync);
-  // With the threshold raised to 0.9, 95% and 85% transfers go async as before (both at least
-  // async_min_transfer_share, 0.8).
-  ModeChooser::Options high = options;
-  high.diloco_min_transfer_share = 0.9;
-  ModeChooser between(high, 0.5);
-  Feed(between, 0, 0, 5, 1000, 64, 0.05);
-  Feed(between, 1, 0, 5, 950, 64, 0.15);
-  d = ModeChooser::Decide(between.Measures(), high);
+  // The threshold is the option's; below it the per-step rule decides (far apart: async) and
+  // says what diloco would have given.
+  ModeChooser::Options strict = options;
+  strict.diloco_min_speedup = 3.5;
+  d = ModeChooser::Decide(measures, strict);
   CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
-  CATCH_CHECK(d.reason.find("steps mostly transfers") != std::string::npos);
-  // Without diloco on the table (the chooser's default), the same measures go async as before.
+  CATCH_CHECK(d.reason.find("far apart") == 0);
+  CATCH_CHECK(d.reason.find("; diloco would train 3.06x") != std::string::npos);
+  CATCH_CHECK(d.reason.find("below auto.diloco_min_speedup 3.50") != std::string::npos);
+  // So is the synchronisation expected of a round (the job's diloco.sync_share): at 0.6, 1.29x.
+  ModeChooser::Options costly = options;
+  costly.diloco_sync_share = 0.6;
+  d = ModeChooser::Decide(measures, costly);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("; diloco would train 1.29x") != std::string::npos);
+  CATCH_CHECK(d.reason.find("(1 - 0.60 for its rounds' synchronisation) x 28049 = 11220") !=
+              std::string::npos);
+  // Without diloco on the table (the chooser's default), the same measures go async as before,
+  // and the reason says nothing of diloco.
   ModeChooser::Options off = options;
   off.diloco = false;
-  CATCH_CHECK(ModeChooser::Decide(transfers.Measures(), off).mode == ConsistencyMode::kAsync);
-  // The threshold is the option's.
-  ModeChooser::Options strict = options;
-  strict.diloco_min_transfer_share = 0.97;
-  CATCH_CHECK(ModeChooser::Decide(transfers.Measures(), strict).mode == ConsistencyMode::kAsync);
+  d = ModeChooser::Decide(measures, off);
+  CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
+  CATCH_CHECK(d.reason.find("diloco") == std::string::npos);
 }
 
 CATCH_TEST_CASE("Compute-bound trainers keep the per-step modes with diloco on the table",
                 "[scheduler][auto][diloco]") {
-  ModeChooser::Options options;
-  options.async_whole = true;
-  options.global_batch = 64;
-  options.diloco = true;
-  // Half compute, equal speeds: balanced sync.
+  const ModeChooser::Options options = WithDiloco();
+  // 90% compute, equal speeds: diloco would train 0.95 / 0.9 = 1.06x; balanced sync.
   ModeChooser compute(options, 0.5);
-  Feed(compute, 0, 0, 5, 1000, 64, 0.5);
-  Feed(compute, 1, 0, 5, 950, 64, 0.5);
-  CATCH_CHECK(ModeChooser::Decide(compute.Measures(), options).mode == ConsistencyMode::kSync);
+  Feed(compute, 0, 0, 5, 1000, 64, 0.9);
+  Feed(compute, 1, 0, 5, 950, 64, 0.9);
+  auto d = ModeChooser::Decide(compute.Measures(), options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSync);
+  CATCH_CHECK(d.reason.find("; diloco would train 1.06x") != std::string::npos);
+  CATCH_CHECK(d.reason.find("below auto.diloco_min_speedup 1.50") != std::string::npos);
+  // 70% compute: 1.36x, still below.
+  ModeChooser most(options, 0.5);
+  Feed(most, 0, 0, 5, 1000, 64, 0.7);
+  Feed(most, 1, 0, 5, 950, 64, 0.7);
+  CATCH_CHECK(ModeChooser::Decide(most.Measures(), options).mode == ConsistencyMode::kSync);
   // Mostly compute, speeds far apart: async, as before.
   ModeChooser apart(options, 0.5);
   Feed(apart, 0, 0, 5, 1000, 64, 0.9);
   Feed(apart, 1, 0, 5, 250, 64, 0.9);
-  const auto d = ModeChooser::Decide(apart.Measures(), options);
+  d = ModeChooser::Decide(apart.Measures(), options);
   CATCH_CHECK(d.mode == ConsistencyMode::kAsync);
   CATCH_CHECK(d.reason.find("far apart") != std::string::npos);
   // Transfers not measured (no compute time reported): never diloco.
@@ -300,6 +324,37 @@ CATCH_TEST_CASE("Compute-bound trainers keep the per-step modes with diloco on t
               ConsistencyMode::kSync);
   // One trainer: as before.
   CATCH_CHECK(ModeChooser::Decide({Measure(0, 1000, 30)}, options).mode == ConsistencyMode::kSync);
+}
+
+CATCH_TEST_CASE("A stalling trainer does not tip the rule to diloco", "[scheduler][auto][diloco]") {
+  const ModeChooser::Options options = WithDiloco();
+  // 75% compute: diloco would train 0.95 / 0.75 = 1.27x, below 1.5.
+  ModeChooser steady(options, 0.5);
+  Feed(steady, 0, 0, 8, 1000, 64, 0.75);
+  Feed(steady, 1, 0, 8, 950, 64, 0.75);
+  auto d = ModeChooser::Decide(steady.Measures(), options);
+  CATCH_CHECK(d.mode == ConsistencyMode::kSync);
+  CATCH_CHECK(d.reason.find("; diloco would train 1.27x") != std::string::npos);
+  // Trainer 1 is frozen for 4 s while it waits for its weights: the report after the gap holds
+  // the 4 s in its paced time and not in its compute time. Later a 0.6 s freeze too short to be
+  // a stall lands in one report the same way. Counted, they would cut its paced speed by a third
+  // and make diloco look 1.6x; the rule leaves them out.
+  ModeChooser stalling(options, 0.5);
+  Feed(stalling, 0, 0, 12, 1000, 64, 0.75);
+  Feed(stalling, 1, 0, 4, 950, 64, 0.75);
+  stalling.Observe(1, 8.0, 475, 475.0 / 64, 4.5, 0.375);
+  Feed(stalling, 1, 8.5, 10, 950, 64, 0.75);
+  stalling.Observe(1, 10.6, 475, 475.0 / 64, 1.1, 0.375);
+  Feed(stalling, 1, 11.1, 12, 950, 64, 0.75);
+  const auto measures = stalling.Measures();
+  CATCH_CHECK(measures[1].longest_stall_seconds == Approx(4.0));
+  CATCH_CHECK(measures[1].samples_per_second < 700);  // the pace, stalls included
+  CATCH_CHECK(measures[1].steady_samples_per_second == Approx(950));
+  CATCH_CHECK(measures[1].compute_samples_per_second == Approx(950 / 0.75));
+  d = ModeChooser::Decide(measures, options);
+  CATCH_CHECK(d.mode != ConsistencyMode::kDiloco);
+  CATCH_CHECK(d.reason.find("stalled for 4.0 s") != std::string::npos);
+  CATCH_CHECK(d.reason.find("; diloco would train 1.27x") != std::string::npos);
 }
 
 }  // namespace hetps
