@@ -30,6 +30,17 @@ double ScheduledLr(const LrScheduleOptions& o, double lr, double steps) {
   return o.min_lr + (lr - o.min_lr) * 0.5 * (1 + std::cos(M_PI * progress));
 }
 
+std::string DescribeLrSchedule(const LrScheduleOptions& o) {
+  if (!LrScheduleEnabled(o)) return "";
+  std::string text = "lr";
+  if (o.warmup_steps > 0) text += " warm-up over " + std::to_string(o.warmup_steps) + " steps";
+  if (o.decay == LrScheduleOptions::Decay::kCosine) {
+    text += std::string(o.warmup_steps > 0 ? ", then" : "") + " cosine decay to " + Number(o.min_lr) +
+            " at step " + std::to_string(o.decay_steps);
+  }
+  return text;
+}
+
 const char* LrDecayName(LrScheduleOptions::Decay decay) {
   return decay == LrScheduleOptions::Decay::kCosine ? "cosine" : "none";
 }

@@ -39,6 +39,9 @@ bool LrScheduleEnabled(const LrScheduleOptions& options);
 // Needs decay_steps resolved (> warmup_steps) with cosine.
 double ScheduledLr(const LrScheduleOptions& options, double lr, double steps);
 
+// For logs: "lr warm-up over 30 steps, then cosine decay to 0.0002 at step 384"; "" without one.
+std::string DescribeLrSchedule(const LrScheduleOptions& options);
+
 // "none", "cosine"; and back: InvalidArgument naming the value and the choices.
 const char* LrDecayName(LrScheduleOptions::Decay decay);
 Result<LrScheduleOptions::Decay> ParseLrDecay(const std::string& name);

@@ -166,7 +166,11 @@ void Scheduler::StartTraining() {
   phase_ = Phase::kTraining;
   training_started_ = Clock::now();
   HETPS_LOG(INFO) << "every server holds its shard; training starts (" << ModeName(job_.mode) << ", "
-                  << job_.epochs << " epochs of " << chunks_.samples() << " samples)";
+                  << job_.epochs << " epochs of " << chunks_.samples() << " samples"
+                  << (LrScheduleEnabled(server_optimizer_.schedule)
+                          ? "; the servers' " + DescribeLrSchedule(server_optimizer_.schedule)
+                          : "")
+                  << ")";
   for (Member* trainer : members_.TrainersInJob()) {
     trainer->started = true;
     SendTo(trainer->routing_id, BuildShardMap(/*for_servers=*/false));

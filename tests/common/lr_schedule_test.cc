@@ -93,6 +93,13 @@ CATCH_TEST_CASE("A cosine decay without decay_steps ends at the job's steps", "[
   CATCH_CHECK(ResolveLrSchedule(warmup_only, 48).ok());  // no decay to end
 }
 
+CATCH_TEST_CASE("A schedule is described for the logs", "[common][lr_schedule]") {
+  CATCH_CHECK(DescribeLrSchedule(Cosine(30, 384, 0.0002)) ==
+              "lr warm-up over 30 steps, then cosine decay to 0.0002 at step 384");
+  CATCH_CHECK(DescribeLrSchedule(Cosine(0, 100, 0)) == "lr cosine decay to 0 at step 100");
+  CATCH_CHECK(DescribeLrSchedule(LrScheduleOptions{}).empty());
+}
+
 CATCH_TEST_CASE("The schedule travels with the optimizer over the wire", "[common][lr_schedule]") {
   OptimizerOptions o = DefaultOptimizerOptions(OptimizerOptions::Kind::kAdamW);
   o.schedule = Cosine(7, 700, 1e-5);
