@@ -170,7 +170,8 @@ Status Trainer::Session::Setup() {
                     << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind) << " lr "
                     << job_.optimizer.lr
                     << (LrScheduleEnabled(job_.optimizer.schedule)
-                            ? " (" + DescribeLrSchedule(job_.optimizer.schedule) + " of this trainer's)"
+                            ? " (by this trainer's inner steps: " +
+                                  DescribeLrSchedule(job_.optimizer.schedule) + ")"
                             : "")
                     << (d.overlap ? "; each round runs while the last one's weights travel" : "");
   }
