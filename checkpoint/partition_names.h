@@ -1,8 +1,9 @@
 // How a server's checkpoint file names what it holds: partition p of tensor `fc1.weight`, elements
 // [begin, end) of the flattened tensor, is `fc1.weight[begin:end]` (float32, shape [end - begin]);
 // its optimizer state slots are `fc1.weight[begin:end].<slot>` (torch's names: momentum_buffer,
-// exp_avg, exp_avg_sq, max_exp_avg_sq, sum) and its update count `fc1.weight[begin:end].step`
-// (int64 scalar). Pure functions; safe from any thread.
+// exp_avg, exp_avg_sq, max_exp_avg_sq, sum), its update count `fc1.weight[begin:end].step`
+// (int64 scalar) and, with an lr schedule, its position (kScheduleSlot). Pure functions; safe from any
+// thread.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +18,8 @@ std::string PartitionStateName(const std::string& partition_name, const std::str
 
 // The state slot holding a partition's update count.
 constexpr const char* kStepSlot = "step";
+// With an lr schedule: the samples its updates have stepped on, the schedule's position (int64
+// scalar, `fc1.weight[begin:end].lr_schedule_samples`).
+constexpr const char* kScheduleSlot = "lr_schedule_samples";
 
 }  // namespace hetps

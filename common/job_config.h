@@ -166,9 +166,13 @@ struct JobOptions {
   uint32_t global_batch_size = 64;         // samples per step over all trainers; each trainer
                                            // takes an equal share (the first ones one more)
   OptimizerOptions optimizer =
-      DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);   // the
-                                                               // servers'; in diloco the trainers' inner one
-  DilocoOptions diloco;                                        // mode: diloco's rounds
+      DefaultOptimizerOptions(OptimizerOptions::Kind::kSgd);  // the
+                                                              // servers'; in diloco the trainers' inner one
+  LrScheduleOptions lr_schedule;  // the lr over the job's steps: warm-up, decay (common/lr_schedule.h);
+                                  // applied to `optimizer`, never to outer_optimizer
+  double clip_grad_norm = 0;      // trainers scale each step's gradient to at most this global L2
+                                  // norm before pushing or stepping on it; 0: no clipping
+  DilocoOptions diloco;           // mode: diloco's rounds
   OptimizerOptions outer_optimizer = DefaultOuterOptimizer();  // mode: diloco: the servers'
   wire::DType wire_dtype = wire::DType::F32;     // gradients and weights in flight: fp32 | bf16 |
                                                  // fp16 (the servers keep float32 master weights)
@@ -235,6 +239,15 @@ uint32_t MaxTrainers(const JobOptions& options);
 
 // The optimizer the servers apply: the job's, or in diloco the outer one.
 const OptimizerOptions& ServerOptimizer(const JobOptions& options);
+
+// The optimizer stepped with the job's lr_schedule, its decay_steps resolved to the job's steps
+// for `train_samples` per epoch (TotalSteps). Servers (`for_servers`): ServerOptimizer, with the
+// schedule except in diloco, whose outer lr stays constant. Trainers: `optimizer`, whose schedule
+// mode diloco (and auto's diloco phase) follows by each trainer's own inner steps: as every inner
+// step takes the whole global batch and the job's trainers share its steps, warmup_steps and
+// decay_steps are then divided by `trainers` (rounded up). InvalidArgument from ResolveLrSchedule.
+Result<OptimizerOptions> ScheduledOptimizer(const JobOptions& options, uint64_t train_samples,
+                                            bool for_servers);
 
 // The batch of trainer `rank` out of `trainers` when splitting `global_batch` evenly.
 uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank);

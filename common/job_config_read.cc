@@ -55,6 +55,17 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"global_batch_size", u32(&o->global_batch_size, 1, 1u << 20)},
       {"optimizer", [o, source](const YAML::Node& n,
                                 const std::string&) { return ReadOptimizer(n, source, &o->optimizer); }},
+      {"lr_schedule", [o, source](const YAML::Node& n,
+                                  const std::string&) { return ReadLrSchedule(n, source, &o->lr_schedule); }},
+      {"clip_grad_norm",
+       [o](const YAML::Node& n, const std::string& w) {
+         HETPS_RETURN_IF_ERROR(ReadDouble(n, w, &o->clip_grad_norm));
+         if (!(o->clip_grad_norm >= 0 && o->clip_grad_norm <= 1e9)) {
+           return Status::InvalidArgument(w + ": " + n.Scalar() +
+                                          " is out of range; allowed: > 0, or 0 for no clipping");
+         }
+         return Status::Ok();
+       }},
       {"diloco",
        [o, source](const YAML::Node& n, const std::string&) { return ReadDiloco(n, source, &o->diloco); }},
       {"outer_optimizer",

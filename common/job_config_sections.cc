@@ -127,6 +127,27 @@ Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeO
   return Status::Ok();
 }
 
+Status ReadLrSchedule(const YAML::Node& node, const std::string& source, LrScheduleOptions* out) {
+  if (!node.IsMap()) return Status::InvalidArgument(Where(source, node, "lr_schedule") + ": expected a map");
+  LrScheduleOptions options = *out;
+  const std::vector<Field> fields = {
+      {"warmup_steps",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint64_t{0}, uint64_t{1} << 40, &options.warmup_steps);
+       }},
+      {"decay", ChoiceField(&options.decay, {{"none", LrScheduleOptions::Decay::kNone},
+                                             {"cosine", LrScheduleOptions::Decay::kCosine}})},
+      {"min_lr", BoundedDouble(&options.min_lr, 0, 1e6)},
+      {"decay_steps",
+       [&](const YAML::Node& n, const std::string& w) {
+         return ReadInteger(n, w, uint64_t{0}, uint64_t{1} << 40, &options.decay_steps);
+       }},
+  };
+  HETPS_RETURN_IF_ERROR(ReadMap(node, source, "lr_schedule.", fields));
+  *out = options;
+  return Status::Ok();
+}
+
 Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptions* out) {
   DilocoOptions options = *out;
   const std::vector<Field> fields = {

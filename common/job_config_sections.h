@@ -1,4 +1,4 @@
-// Readers of the job file's sections (optimizer, outer_optimizer, diloco, auto, checkpoint,
+// Readers of the job file's sections (optimizer, outer_optimizer, lr_schedule, diloco, auto, checkpoint,
 // security, data, http) and of its model key, each over the YAML node that holds it; `source`
 // names the file in errors. Each
 // keeps the values in *out for the keys the node leaves out; on an error (InvalidArgument naming
@@ -22,6 +22,9 @@ namespace hetps {
 Status ReadOptimizer(const YAML::Node& node, const std::string& source, OptimizerOptions* out,
                      const std::string& section = "optimizer",
                      OptimizerOptions (*defaults)(OptimizerOptions::Kind) = DefaultOptimizerOptions);
+// `lr_schedule`: warmup_steps, decay (none | cosine), min_lr, decay_steps; checked against the
+// optimizer's lr once the whole file is read (ValidateJobOptions).
+Status ReadLrSchedule(const YAML::Node& node, const std::string& source, LrScheduleOptions* out);
 Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptions* out);
 Status ReadAutoMode(const YAML::Node& node, const std::string& source, AutoModeOptions* out);
 Status ReadCheckpoint(const YAML::Node& node, const std::string& source, CheckpointOptions* out);

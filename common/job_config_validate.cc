@@ -1,5 +1,6 @@
 // The relations between a job's fields (ValidateJobOptions), and the quantities derived from them
 // (declared in common/job_config.h).
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -78,6 +79,11 @@ Status ValidateJobOptions(const JobOptions& o) {
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.optimizer));
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(o.outer_optimizer, "outer_optimizer"));
   HETPS_RETURN_IF_ERROR(ValidateDiloco(o));
+  HETPS_RETURN_IF_ERROR(ValidateLrSchedule(o.lr_schedule, o.optimizer.lr));
+  if (!std::isfinite(o.clip_grad_norm) || o.clip_grad_norm < 0) {
+    return Status::InvalidArgument("clip_grad_norm: " + FormatNumber(o.clip_grad_norm) +
+                                   " is out of range; allowed: > 0, or 0 for no clipping");
+  }
   if (o.global_batch_size < MaxTrainers(o)) {
     const char* field = o.max_trainers > o.trainers ? "max_trainers" : "trainers";
     return Status::InvalidArgument("global_batch_size: " + std::to_string(o.global_batch_size) +
@@ -174,6 +180,27 @@ OptimizerOptions OuterOptimizerDefaults(OptimizerOptions::Kind kind) {
 
 const OptimizerOptions& ServerOptimizer(const JobOptions& options) {
   return options.mode == ConsistencyMode::kDiloco ? options.outer_optimizer : options.optimizer;
+}
+
+Result<OptimizerOptions> ScheduledOptimizer(const JobOptions& options, uint64_t train_samples,
+                                            bool for_servers) {
+  const bool rounds = options.mode == ConsistencyMode::kDiloco;
+  OptimizerOptions optimizer = for_servers ? ServerOptimizer(options) : options.optimizer;
+  if (for_servers && rounds) return optimizer;
+  HETPS_ASSIGN_OR_RETURN(LrScheduleOptions schedule,
+                         ResolveLrSchedule(options.lr_schedule, TotalSteps(options.epochs, train_samples,
+                                                                           options.global_batch_size)));
+  if (!for_servers && (rounds || options.mode == ConsistencyMode::kAuto) && options.trainers > 1) {
+    auto share = [&options](uint64_t steps) { return (steps + options.trainers - 1) / options.trainers; };
+    schedule.warmup_steps = share(schedule.warmup_steps);
+    schedule.decay_steps = share(schedule.decay_steps);
+    if (schedule.decay == LrScheduleOptions::Decay::kCosine &&
+        schedule.decay_steps <= schedule.warmup_steps) {
+      schedule.decay_steps = schedule.warmup_steps + 1;
+    }
+  }
+  optimizer.schedule = schedule;
+  return optimizer;
 }
 
 uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,

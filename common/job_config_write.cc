@@ -105,6 +105,13 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "epochs" << YAML::Value << o.epochs;
   out << YAML::Key << "global_batch_size" << YAML::Value << o.global_batch_size;
   WriteOptimizer(out, "optimizer", o.optimizer);
+  out << YAML::Key << "lr_schedule" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "warmup_steps" << YAML::Value << o.lr_schedule.warmup_steps;
+  out << YAML::Key << "decay" << YAML::Value << LrDecayName(o.lr_schedule.decay);
+  out << YAML::Key << "min_lr" << YAML::Value << o.lr_schedule.min_lr;
+  out << YAML::Key << "decay_steps" << YAML::Value << o.lr_schedule.decay_steps;
+  out << YAML::EndMap;
+  out << YAML::Key << "clip_grad_norm" << YAML::Value << o.clip_grad_norm;
   out << YAML::Key << "diloco" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "round_steps" << YAML::Value << o.diloco.round_steps;
   out << YAML::Key << "round_seconds" << YAML::Value << o.diloco.round_seconds;

@@ -99,14 +99,15 @@ Status ValidateOptimizerOptions(const OptimizerOptions& o, const std::string& se
       if (!finite(o.eps) || o.eps < 0) return out_of_range("eps", o.eps, ">= 0");
       break;
   }
-  return Status::Ok();
+  return ValidateLrSchedule(o.schedule, o.lr);
 }
 
 flatbuffers::Offset<wire::OptimizerConfig> OptimizerToWire(flatbuffers::FlatBufferBuilder& fbb,
                                                            const OptimizerOptions& o) {
   return wire::CreateOptimizerConfig(fbb, static_cast<wire::OptimizerKind>(o.kind), o.lr, o.momentum,
                                      o.dampening, o.nesterov, o.weight_decay, o.beta1, o.beta2, o.eps,
-                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value);
+                                     o.amsgrad, o.lr_decay, o.initial_accumulator_value,
+                                     LrScheduleEnabled(o.schedule) ? LrScheduleToWire(fbb, o.schedule) : 0);
 }
 
 OptimizerOptions OptimizerFromWire(const wire::OptimizerConfig& config) {
@@ -123,6 +124,7 @@ OptimizerOptions OptimizerFromWire(const wire::OptimizerConfig& config) {
   o.amsgrad = config.amsgrad();
   o.lr_decay = config.lr_decay();
   o.initial_accumulator_value = config.initial_accumulator_value();
+  o.schedule = LrScheduleFromWire(config.schedule());
   return o;
 }
 

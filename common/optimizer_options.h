@@ -8,6 +8,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include "common/lr_schedule.h"
 #include "common/status.h"
 #include "messages_generated.h"
 
@@ -28,6 +29,10 @@ struct OptimizerOptions {
   bool amsgrad = false;                    // adam, adamw
   double lr_decay = 0.0;                   // adagrad; >= 0
   double initial_accumulator_value = 0.0;  // adagrad; >= 0
+  // How lr changes over the steps (a warm-up, a decay); none by default. Not a key of the
+  // optimizer section: the job's lr_schedule, resolved, as the shard map and TrainerJob carry it
+  // to whoever steps this optimizer (ScheduledOptimizer in common/job_config.h).
+  LrScheduleOptions schedule;
 };
 
 // The torch::optim defaults of `kind` (AdamW: weight_decay 0.01; Adagrad: eps 1e-10).
@@ -38,7 +43,8 @@ const char* OptimizerKindName(OptimizerOptions::Kind kind);
 // Parses a name above; InvalidArgument naming the value and the choices otherwise.
 Result<OptimizerOptions::Kind> ParseOptimizerKind(const std::string& name);
 
-// OK, or InvalidArgument naming the first field out of its range (as "<section>.<field>").
+// OK, or InvalidArgument naming the first field out of its range (as "<section>.<field>", or
+// "lr_schedule.<field>" for the schedule).
 Status ValidateOptimizerOptions(const OptimizerOptions& options, const std::string& section = "optimizer");
 
 // The options as the shard map carries them to the servers, and back. OptimizerFromWire copies

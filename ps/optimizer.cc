@@ -64,17 +64,17 @@ class Sgd final : public Optimizer {
 
   int state_slots() const override { return options().momentum > 0 ? 1 : 0; }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale, Share share) const override {
+  void Step(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+            float lr_scale, Share share, double lr) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const float weight_decay = static_cast<float>(o.weight_decay);
     if (o.momentum == 0) {
-      SgdLoop(weights, grad, grad_scale, n, weight_decay, static_cast<float>(-(o.lr * lr_scale)));
+      SgdLoop(weights, grad, grad_scale, n, weight_decay, static_cast<float>(-(lr * lr_scale)));
       return;
     }
     const bool round = share == Share::kRound;
-    const float neg_lr = static_cast<float>(-(o.lr * (round ? lr_scale : 1.0)));
+    const float neg_lr = static_cast<float>(-(lr * (round ? lr_scale : 1.0)));
     const auto momentum =
         static_cast<float>(round && lr_scale != 1.0f ? std::pow(o.momentum, lr_scale) : o.momentum);
     const bool first = step == 1;
@@ -136,25 +136,25 @@ class Adam final : public Optimizer {
 
   int state_slots() const override { return options().amsgrad ? 3 : 2; }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale, Share /*share*/) const override {
+  void Step(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+            float lr_scale, Share /*share*/, double lr) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
     const bool decoupled = o.kind == OptimizerOptions::Kind::kAdamW;
-    const double lr = o.lr * lr_scale;
+    const double step_lr = lr * lr_scale;
     const double bias_correction1 = 1 - std::pow(o.beta1, static_cast<double>(step));
     const double bias_correction2 = 1 - std::pow(o.beta2, static_cast<double>(step));
 
     AdamCoefficients c;
     c.grad_decay = decoupled ? 0.0f : static_cast<float>(o.weight_decay);
-    c.weight_keep = decoupled ? static_cast<float>(1 - lr * o.weight_decay) : 1.0f;
+    c.weight_keep = decoupled ? static_cast<float>(1 - step_lr * o.weight_decay) : 1.0f;
     c.beta1 = static_cast<float>(o.beta1);
     c.one_minus_beta1 = static_cast<float>(1 - o.beta1);
     c.beta2 = static_cast<float>(o.beta2);
     c.one_minus_beta2 = static_cast<float>(1 - o.beta2);
     c.sqrt_bias_correction2 = static_cast<float>(std::sqrt(bias_correction2));
     c.eps = static_cast<float>(o.eps);
-    c.neg_step_size = static_cast<float>(-(lr / bias_correction1));
+    c.neg_step_size = static_cast<float>(-(step_lr / bias_correction1));
 
     float* exp_avg = state;
     float* exp_avg_sq = state + n;
@@ -191,11 +191,11 @@ class Adagrad final : public Optimizer {
     std::fill(state, state + n, static_cast<float>(options().initial_accumulator_value));
   }
 
-  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
-             float lr_scale, Share /*share*/) const override {
+  void Step(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+            float lr_scale, Share /*share*/, double lr) const override {
     HETPS_CHECK(step >= 1) << "step is 1-based, got " << step;
     const OptimizerOptions& o = options();
-    const double clr = o.lr * lr_scale / (1 + static_cast<double>(step - 1) * o.lr_decay);
+    const double clr = lr * lr_scale / (1 + static_cast<double>(step - 1) * o.lr_decay);
     AdagradLoop(weights, grad, grad_scale, state, n, static_cast<float>(o.weight_decay),
                 static_cast<float>(o.eps), static_cast<float>(-clr));
   }

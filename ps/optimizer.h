@@ -68,11 +68,19 @@ class Optimizer {
   // The result equals torch::optim's (LibTorch 1.13) step on the same values at lr * lr_scale,
   // up to rounding; for SGD with momentum, torch's step on lr_scale * grad with weight decay
   // lr_scale * wd, at lr (kSamples) or at lr * lr_scale with momentum^lr_scale (kRound).
-  virtual void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n,
-                     int64_t step, float lr_scale, Share share) const = 0;
+  // `lr` replaces options().lr for this step (a schedule's, ScheduledLr), wherever torch's step
+  // reads its param group's lr (AdamW's decoupled decay included); negative: options().lr.
+  void Apply(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+             float lr_scale, Share share, double lr = -1) const {
+    Step(weights, grad, grad_scale, state, n, step, lr_scale, share, lr < 0 ? options_.lr : lr);
+  }
 
  protected:
   explicit Optimizer(const OptimizerOptions& options) : options_(options) {}
+
+  // Apply's step at the learning rate `lr`.
+  virtual void Step(float* weights, const float* grad, float grad_scale, float* state, size_t n, int64_t step,
+                    float lr_scale, Share share, double lr) const = 0;
 
  private:
   const OptimizerOptions options_;

@@ -76,6 +76,10 @@ Refusal RefusalReasonOf(const Status& status) {
 Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t server_rank,
                                              const Options& options) {
   if (options.threads == 0) return Status::InvalidArgument("a server needs at least 1 thread");
+  const LrScheduleOptions& schedule = options.optimizer.schedule;
+  if (schedule.decay == LrScheduleOptions::Decay::kCosine && schedule.decay_steps == 0) {
+    return Status::InvalidArgument("lr_schedule.decay_steps: a cosine decay needs the step it ends at");
+  }
   auto optimizer = Optimizer::Create(options.optimizer);
   if (!optimizer.ok()) return optimizer.status();
   std::unique_ptr<Optimizer> outer;
@@ -388,7 +392,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     if (!sync) {
       const float weight =
           options_.staleness_aware_lr ? StalenessWeight(partition_staleness, batch_share) : 1.0f;
-      PostStep(slot, grad, dtype, weight, batch_share, Optimizer::Share::kSamples, frames, tally);
+      PostStep(slot, grad, dtype, weight, batch_share, Optimizer::Share::kSamples, frames, tally,
+               push.batch_size());
       continue;
     }
     if (automatic && slot.pushed.empty() && slot.round < push.clock()) {
@@ -469,7 +474,7 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
                             ? 1.0f
                             : static_cast<float>(slot.round_samples) / options_.global_batch_size;
     PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally,
-             /*outer=*/diloco && outer_ != nullptr);
+             slot.round_samples, /*outer=*/diloco && outer_ != nullptr);
   }
   if (++apply.closed == slots_.size()) {
     EndApply(*apply.tally);
@@ -485,7 +490,9 @@ void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float gr
 
 void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
                      Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
-                     bool outer) {
+                     uint64_t samples, bool outer) {
+  const double lr = ScheduledStepLr(slot, outer);
+  slot.schedule_samples += samples;
   ++slot.version;
   // The outer optimizer counts its own steps (Adam's bias correction starts at its first round).
   const auto step = static_cast<int64_t>(outer ? ++slot.outer_steps : slot.version);
@@ -493,7 +500,7 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
   tally->steps.fetch_add(1, std::memory_order_relaxed);
   tally->open.fetch_add(1, std::memory_order_relaxed);
   workers_->Post(
-      slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, keep, tally, outer] {
+      slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, lr, keep, tally, outer] {
         const auto start = std::chrono::steady_clock::now();
         const size_t n = stepping->info->length;
         // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
@@ -506,12 +513,24 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
         }
         Optimizer& optimizer = outer ? *outer_ : *optimizer_;
         float* state = outer ? stepping->outer_state.data() : stepping->state.data();
-        optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share);
+        optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share,
+                        outer ? -1.0 : lr);
         const auto took =
             std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
         tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
         if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
       });
+}
+
+double Shard::ScheduledStepLr(const Slot& slot, bool outer) const {
+  const OptimizerOptions& o = options_.optimizer;
+  if (outer || options_.mode == ConsistencyMode::kDiloco || !LrScheduleEnabled(o.schedule)) return -1;
+  // In steps of the global batch, so a push of a share of it (async, ssp) or a short round is
+  // that share of a step, whichever way the trainers split the batch.
+  const double steps = options_.global_batch_size == 0
+                           ? static_cast<double>(slot.version)
+                           : static_cast<double>(slot.schedule_samples) / options_.global_batch_size;
+  return ScheduledLr(o.schedule, o.lr, steps);
 }
 
 void Shard::EndApply(ApplyTally& tally) {

@@ -58,6 +58,9 @@ class Shard {
     // Threads that own the partitions and do their numeric work (PartitionWorkers); 1 does it
     // inline on the calling thread. The weights come out bitwise the same for any number.
     size_t threads = 1;
+    // optimizer.schedule: the lr of each step by the number of global batches stepped on before
+    // it, the same on every partition and server (kept in checkpoints); not in kDiloco, whose
+    // `optimizer` is the outer one, nor for auto's outer steps.
     // kDiloco: the rounds' length when the servers choose it (RoundLength). `optimizer` is then
     // the outer optimizer and global_batch_size is not used: every round is one outer step.
     // kAuto: the same for a diloco phase, whose rounds step `outer_optimizer` (its state apart
@@ -233,6 +236,7 @@ class Shard {
     double round_step_samples = 0;     // diloco: sum over the open round's pushes of samples * inner steps
     uint64_t last_round_samples = 0;   // sync: samples in the last completed round
     uint64_t version = 0;              // optimizer steps applied
+    uint64_t schedule_samples = 0;     // samples those steps were on: the lr schedule's position
     uint64_t round = 0;                // sync rounds completed
     bool initialized = false;
     std::map<uint32_t, uint64_t> trainer_clocks;  // per trainer: its steps pushed to this partition
@@ -263,9 +267,14 @@ class Shard {
   // first into the owner's scratch buffer. `share` says how lr_scale enters (Optimizer::Apply).
   // The step's seconds go to `tally`.
   // `outer`: an auto job's diloco round, stepped by outer_ on the slot's outer_state.
+  // `samples`: the step's, which move the lr schedule on (ScheduledStepLr).
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
                 Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
-                bool outer = false);
+                uint64_t samples, bool outer = false);
+  // The lr of `slot`'s next step by the optimizer's schedule: at schedule_samples /
+  // global_batch_size steps of the global batch (at version steps without a global batch);
+  // negative (the optimizer's own) without a schedule, for outer steps and in mode diloco.
+  double ScheduledStepLr(const Slot& slot, bool outer) const;
   // The push or round of `tally` has posted all its steps (I/O thread).
   void EndApply(ApplyTally& tally);
   // Any thread: the last of `tally`'s steps (or its end) has run.

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include "checkpoint/partition_names.h"
 #include "common/dtype.h"
@@ -14,8 +15,9 @@ namespace hetps {
 // A snapshot waiting for its partitions' copies.
 struct Shard::PendingSnapshot {
   struct Copies {
-    std::vector<std::vector<float>> data;  // per slot: weights, then each state slot
-    std::vector<int64_t> steps;            // per slot: its update count at the cut
+    std::vector<std::vector<float>> data;   // per slot: weights, then each state slot
+    std::vector<int64_t> steps;             // per slot: its update count at the cut
+    std::vector<int64_t> schedule_samples;  // per slot: its lr schedule's position at the cut
   };
   std::optional<uint64_t> round;  // sync: cut each partition at this round
   std::vector<bool> taken;        // per slot: its copy is queued
@@ -50,6 +52,7 @@ Status Shard::TakeSnapshot(std::optional<uint64_t> round, std::function<void(Sna
   pending->remaining = slots_.size();
   pending->copies->data.resize(slots_.size());
   pending->copies->steps.resize(slots_.size());
+  pending->copies->schedule_samples.resize(slots_.size());
   pending->done = std::move(done);
   snapshot_ = pending;
   if (slots_.empty()) {
@@ -72,6 +75,7 @@ void Shard::SnapshotIfDue(Slot& slot) {
   if (pending->taken[index] || (pending->round && slot.round != *pending->round)) return;
   pending->taken[index] = true;
   pending->copies->steps[index] = static_cast<int64_t>(slot.version);
+  pending->copies->schedule_samples[index] = static_cast<int64_t>(slot.schedule_samples);
   pending->cut_round = std::max(pending->cut_round, slot.round);
   const Slot* source = &slot;
   const size_t state_floats = slot.state.size();
@@ -90,6 +94,7 @@ void Shard::SnapshotIfDue(Slot& slot) {
     Snapshot snapshot;
     snapshot.round = pending->cut_round;
     const std::vector<std::string> slot_names = optimizer_->state_names();
+    const bool scheduled = LrScheduleEnabled(options_.optimizer.schedule);
     std::shared_ptr<const void> owner = pending->copies;
     for (size_t i = 0; i < slots_.size(); ++i) {
       const PartitionInfo& p = *slots_[i].info;
@@ -104,6 +109,10 @@ void Shard::SnapshotIfDue(Slot& slot) {
       }
       snapshot.tensors.push_back({PartitionStateName(name, kStepSlot), {}, wire::DType::I64});
       snapshot.frames.push_back(BorrowFrame(&pending->copies->steps[i], sizeof(int64_t), owner));
+      if (scheduled) {
+        snapshot.tensors.push_back({PartitionStateName(name, kScheduleSlot), {}, wire::DType::I64});
+        snapshot.frames.push_back(BorrowFrame(&pending->copies->schedule_samples[i], sizeof(int64_t), owner));
+      }
       snapshot.version = std::max(snapshot.version, static_cast<uint64_t>(pending->copies->steps[i]));
     }
     pending->done(snapshot);
@@ -140,6 +149,7 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
     const void* weights = nullptr;
     std::vector<const void*> state;
     int64_t step = 0;
+    std::optional<int64_t> schedule_samples;
   };
   const std::vector<std::string> slot_names = optimizer_->state_names();
   std::vector<Source> sources(slots_.size());
@@ -156,6 +166,16 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
     HETPS_ASSIGN_OR_RETURN(const void* step, take(PartitionStateName(name, kStepSlot), wire::DType::I64, 8));
     std::memcpy(&sources[i].step, step, sizeof(int64_t));
     if (sources[i].step < 0) return Status::InvalidArgument("tensor " + name + ".step is negative");
+    // Optional: checkpoints of jobs without an lr schedule have none, and a job without one
+    // ignores it.
+    const std::string schedule_name = PartitionStateName(name, kScheduleSlot);
+    if (index.count(schedule_name) > 0) {
+      HETPS_ASSIGN_OR_RETURN(const void* samples, take(schedule_name, wire::DType::I64, 8));
+      int64_t value = 0;
+      std::memcpy(&value, samples, sizeof(int64_t));
+      if (value < 0) return Status::InvalidArgument("tensor " + schedule_name + " is negative");
+      sources[i].schedule_samples = value;
+    }
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!used[i]) {
@@ -175,6 +195,9 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
       std::memcpy(slot.state.data() + k * n, sources[i].state[k], n * sizeof(float));
     }
     slot.version = static_cast<uint64_t>(sources[i].step);
+    // Without a recorded position, every update counts as one of the whole global batch.
+    slot.schedule_samples = sources[i].schedule_samples ? static_cast<uint64_t>(*sources[i].schedule_samples)
+                                                        : slot.version * options_.global_batch_size;
     slot.round = HasRounds(options_.mode) ? round : 0;
     slot.initialized = true;
   }
@@ -189,6 +212,7 @@ void Shard::Reset() {
     slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
     std::fill(slot.state.begin(), slot.state.end(), 0.0f);
     slot.version = 0;
+    slot.schedule_samples = 0;
     slot.round = 0;
     slot.initialized = false;
   }

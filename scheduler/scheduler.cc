@@ -68,6 +68,14 @@ Scheduler::~Scheduler() = default;
 
 Status Scheduler::Start() {
   HETPS_RETURN_IF_ERROR(ValidateJobOptions(job_));
+  {
+    auto servers = ScheduledOptimizer(job_, chunks_.samples(), /*for_servers=*/true);
+    auto trainers = ScheduledOptimizer(job_, chunks_.samples(), /*for_servers=*/false);
+    if (!servers.ok()) return servers.status();
+    if (!trainers.ok()) return trainers.status();
+    server_optimizer_ = *servers;
+    trainer_optimizer_ = *trainers;
+  }
   if (!job_.model_file.empty()) {
     // Trainers started elsewhere on this machine (another working directory) find it too.
     job_.model_file = std::filesystem::absolute(job_.model_file).lexically_normal().string();

@@ -278,6 +278,8 @@ class Scheduler {
   zmq::context_t& context_;
   SchedulerOptions options_;
   JobOptions& job_;
+  // The optimizers the shard map and TrainerJob carry, the lr_schedule resolved (Start()).
+  OptimizerOptions server_optimizer_, trainer_optimizer_;
   std::string model_checksum_;      // of job_.model_file, when the model is a TorchScript file
   std::string model_bytes_;         // that file as read at Start(): what trainers without a copy receive
   uint64_t model_piece_bytes_ = 0;  // the most of it one ModelFilePiece carries

@@ -62,7 +62,7 @@ void Scheduler::HandleJoin(const Message& message) {
     // A late joiner's share in sync comes with the shard map (Rebalance from its first step).
     member->batch_size = UnbalancedBatch(CurrentMode(), AsyncBatchOf(job_), job_.global_batch_size,
                                          job_.trainers, member->rank % job_.trainers);
-    const auto optimizer = OptimizerToWire(fbb, job_.optimizer);
+    const auto optimizer = OptimizerToWire(fbb, trainer_optimizer_);
     trainer_job = wire::CreateTrainerJobDirect(
         fbb, job_.model.c_str(), ToWire(job_.mode), job_.epochs, member->batch_size, job_.seed,
         job_.chunk_samples, chunks_.samples(), job_.eval_batch_size, job_.progress_interval_ms,
@@ -71,7 +71,7 @@ void Scheduler::HandleJoin(const Message& message) {
         job_.data.serve ? ServedLayout(fbb) : 0, job_.model_file.empty() ? nullptr : job_.model_file.c_str(),
         model_checksum_.empty() ? nullptr : model_checksum_.c_str(), ToWire(job_.loss), model_bytes_.size(),
         model_piece_bytes_, optimizer, job_.global_batch_size, DilocoToWire(fbb, job_.diloco),
-        ModelOptionsToWire(fbb, job_.model_options));
+        ModelOptionsToWire(fbb, job_.model_options), job_.clip_grad_norm);
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
   auto token = member->data_token.empty() ? 0 : fbb.CreateString(member->data_token);
@@ -166,7 +166,11 @@ void Scheduler::StartTraining() {
   phase_ = Phase::kTraining;
   training_started_ = Clock::now();
   HETPS_LOG(INFO) << "every server holds its shard; training starts (" << ModeName(job_.mode) << ", "
-                  << job_.epochs << " epochs of " << chunks_.samples() << " samples)";
+                  << job_.epochs << " epochs of " << chunks_.samples() << " samples"
+                  << (LrScheduleEnabled(server_optimizer_.schedule)
+                          ? "; the servers' " + DescribeLrSchedule(server_optimizer_.schedule)
+                          : "")
+                  << ")";
   for (Member* trainer : members_.TrainersInJob()) {
     trainer->started = true;
     SendTo(trainer->routing_id, BuildShardMap(/*for_servers=*/false));
@@ -178,7 +182,7 @@ zmq::message_t Scheduler::BuildShardMap(bool for_servers, const Member* joiner) 
   auto servers = ServerEndpointsToWire(fbb);
   auto tensors = shard_map_->TensorsToWire(fbb);
   auto partitions = shard_map_->PartitionsToWire(fbb);
-  auto optimizer = OptimizerToWire(fbb, ServerOptimizer(job_));
+  auto optimizer = OptimizerToWire(fbb, server_optimizer_);
   auto diloco = DilocoToWire(fbb, job_.diloco);
   // Auto's servers hold a diloco phase's outer optimizer from the start: its switch needs no setup.
   auto outer =

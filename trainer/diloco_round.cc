@@ -46,18 +46,26 @@ std::unique_ptr<torch::optim::Optimizer> MakeOptimizer(const std::vector<torch::
 
 Result<std::unique_ptr<DilocoRound>> DilocoRound::Create(std::vector<torch::Tensor> parameters,
                                                          const OptimizerOptions& inner,
-                                                         const DilocoOptions& rounds) {
+                                                         const DilocoOptions& rounds, uint64_t steps_before) {
   HETPS_RETURN_IF_ERROR(ValidateOptimizerOptions(inner));
+  if (inner.schedule.decay == LrScheduleOptions::Decay::kCosine && inner.schedule.decay_steps == 0) {
+    return Status::InvalidArgument(
+        "lr_schedule.decay_steps: the scheduler sent a cosine decay without its end");
+  }
   auto optimizer = MakeOptimizer(parameters, inner);
   if (optimizer == nullptr)
     return Status::InvalidArgument("optimizer.name: not an optimizer torch::optim has");
-  return std::unique_ptr<DilocoRound>(new DilocoRound(std::move(parameters), std::move(optimizer), rounds));
+  return std::unique_ptr<DilocoRound>(
+      new DilocoRound(std::move(parameters), std::move(optimizer), inner, rounds, steps_before));
 }
 
 DilocoRound::DilocoRound(std::vector<torch::Tensor> parameters,
-                         std::unique_ptr<torch::optim::Optimizer> optimizer, const DilocoOptions& rounds)
+                         std::unique_ptr<torch::optim::Optimizer> optimizer, const OptimizerOptions& inner,
+                         const DilocoOptions& rounds, uint64_t steps_before)
     : parameters_(std::move(parameters)),
       optimizer_(std::move(optimizer)),
+      inner_(inner),
+      inner_steps_(steps_before),
       rounds_(rounds),
       chosen_seconds_(rounds.min_round_seconds) {
   torch::NoGradGuard no_grad;
@@ -98,8 +106,17 @@ bool DilocoRound::Over() const {
   return elapsed + 0.5 * step_seconds_ >= length_seconds();
 }
 
+double DilocoRound::current_lr() const {
+  return ScheduledLr(inner_.schedule, inner_.lr, static_cast<double>(inner_steps_));
+}
+
 void DilocoRound::Step(uint64_t samples) {
+  if (LrScheduleEnabled(inner_.schedule)) {
+    const double lr = current_lr();
+    for (torch::optim::OptimizerParamGroup& group : optimizer_->param_groups()) group.options().set_lr(lr);
+  }
   optimizer_->step();
+  ++inner_steps_;
   ++steps_;
   samples_ += samples;
 }

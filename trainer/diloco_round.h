@@ -12,6 +12,9 @@
 // step reaches the trainer one round late. Without overlap the trainer waits for them first, and
 // the model then holds the servers' weights exactly.
 //
+// The inner optimizer follows its lr schedule (OptimizerOptions::schedule) by the inner steps this
+// trainer has taken in the job: each step's lr is set before it, and carries on across rounds.
+//
 // Borrows the model's parameters (on their device). Used by the trainer's loop thread only;
 // LibTorch failures throw c10::Error.
 #pragma once
@@ -36,9 +39,11 @@ namespace hetps {
 class DilocoRound {
  public:
   // InvalidArgument naming the field when `inner` cannot be had from torch::optim.
+  // `steps_before`: the inner steps the schedule counts as taken already (mode auto's switch to
+  // diloco: the trainer's steps so far).
   static Result<std::unique_ptr<DilocoRound>> Create(std::vector<torch::Tensor> parameters,
                                                      const OptimizerOptions& inner,
-                                                     const DilocoOptions& rounds);
+                                                     const DilocoOptions& rounds, uint64_t steps_before = 0);
   ~DilocoRound();
 
   // The model holds the servers' weights (after the first pull, or a recovery's): the round's
@@ -53,8 +58,10 @@ class DilocoRound {
   // one step.
   bool Over() const;
   // After an inner step's backward on `samples` samples: the inner optimizer steps the weights by
-  // their gradients.
+  // their gradients, at the lr its schedule gives the step (current_lr()).
   void Step(uint64_t samples);
+  // The lr of the next inner step.
+  double current_lr() const;
   // The inner step's wall time (forward, backward, the optimizer, a slowdown's sleep), for Over().
   void Timed(double step_seconds);
   // Every parameter's .grad becomes the round's first weights minus its weights now; then the
@@ -75,12 +82,14 @@ class DilocoRound {
  private:
   using Clock = std::chrono::steady_clock;
   DilocoRound(std::vector<torch::Tensor> parameters, std::unique_ptr<torch::optim::Optimizer> optimizer,
-              const DilocoOptions& rounds);
+              const OptimizerOptions& inner, const DilocoOptions& rounds, uint64_t steps_before);
 
   std::vector<torch::Tensor> parameters_;
   std::vector<torch::Tensor> first_;    // the round's first weights, allocated once
   std::vector<torch::Tensor> servers_;  // the newest servers' weights received, allocated once
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  OptimizerOptions inner_;
+  uint64_t inner_steps_;  // taken in the job (the schedule's count), steps_before included
   DilocoOptions rounds_;
   double chosen_seconds_;  // the servers' choice, for rounds by a chosen time
   Clock::time_point began_;

@@ -1,6 +1,8 @@
 #include "trainer/job_info.h"
 
 #include <algorithm>
+#include <cmath>
+#include <string>
 
 namespace hetps {
 
@@ -42,6 +44,11 @@ Result<JobInfo> ReadJob(const Message& accepted) {
   info.diloco = DilocoFromWire(job->diloco());
   if (job->model_options() != nullptr) {
     HETPS_ASSIGN_OR_RETURN(info.model_options, ModelOptionsFromWire(*job->model_options()));
+  }
+  info.clip_grad_norm = job->clip_grad_norm();
+  if (!std::isfinite(info.clip_grad_norm) || info.clip_grad_norm < 0) {
+    return Status::Protocol("the scheduler sent a job with clip_grad_norm " +
+                            std::to_string(info.clip_grad_norm));
   }
   if (info.epochs == 0 || info.batch_size == 0 || info.train_samples == 0) {
     return Status::Protocol("the scheduler sent a job with no epochs, batch or samples");

@@ -33,9 +33,11 @@ struct JobInfo {
   // The servers' optimizer and the global batch its lr is per, for --local-steps; absent from a
   // scheduler that does not send them (has_optimizer false).
   bool has_optimizer = false;
-  OptimizerOptions optimizer;  // in mode diloco the inner optimizer, which this trainer runs
+  OptimizerOptions optimizer;  // in mode diloco the inner optimizer, which this trainer runs, with
+                               // its lr schedule in this trainer's inner steps
   uint32_t global_batch_size = 0;
-  DilocoOptions diloco;  // mode diloco: the rounds
+  DilocoOptions diloco;       // mode diloco: the rounds
+  double clip_grad_norm = 0;  // the most global L2 norm of a step's gradient; 0: no clipping
 };
 
 // The job in a JoinAccepted message. Protocol error when it is missing or has no epochs, batch or

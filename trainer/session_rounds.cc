@@ -53,7 +53,8 @@ Status Trainer::Session::EnterRounds() {
     return Status::Protocol("mode auto: the scheduler did not send the optimizer diloco's rounds step with");
   }
   try {
-    auto round = DilocoRound::Create(buffers_->parameters(), job_.optimizer, job_.diloco);
+    // The lr schedule goes on from this trainer's steps so far.
+    auto round = DilocoRound::Create(buffers_->parameters(), job_.optimizer, job_.diloco, clock_);
     if (!round.ok()) return round.status().WithContext("auto's diloco rounds' inner optimizer");
     round_ = std::move(*round);
     step_->BeginRounds(round_.get());

@@ -42,6 +42,13 @@ Status ReadServers(const flatbuffers::Vector<flatbuffers::Offset<wire::ServerEnd
 
 namespace {
 
+// 1, 0.5, 1e-05: as a person writes it.
+std::string ShortNumber(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
 // --local-steps N (N > 1): local steps of plain SGD stand in for the servers' steps between pushes.
 Status CheckLocalSteps(const TrainerOptions& options, const JobInfo& job) {
   const std::string flag = "--local-steps " + std::to_string(options.local_steps);
@@ -94,6 +101,7 @@ Status Trainer::Session::Setup() {
         " (a sync round, and auto's sync phases, need the weights that follow each step)");
   }
   step_options.forward_during_pull = options_.forward_during_pull;
+  step_options.clip_grad_norm = job_.clip_grad_norm;
   if (job_.mode == ConsistencyMode::kDiloco) {
     if (!job_.has_optimizer) {
       return Status::Protocol("mode diloco: the scheduler did not send the job's inner optimizer");
@@ -161,20 +169,24 @@ Status Trainer::Session::Setup() {
     HETPS_LOG(INFO) << "mode diloco: rounds of " << length.str() << ", inner steps of " << job_.batch_size
                     << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind) << " lr "
                     << job_.optimizer.lr
+                    << (LrScheduleEnabled(job_.optimizer.schedule)
+                            ? " (by this trainer's inner steps: " +
+                                  DescribeLrSchedule(job_.optimizer.schedule) + ")"
+                            : "")
                     << (d.overlap ? "; each round runs while the last one's weights travel" : "");
   }
-  HETPS_LOG(INFO) << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
-                  << " with the servers' weights of version " << weight_version_ << ", pushing "
-                  << (options_.local_steps > 1 ? "the mean gradient of"
-                      : step_->overlapping()   ? "each gradient as backward produces it"
-                                               : "the gradients after backward")
-                  << (options_.forward_during_pull ? ", the next forward running while the weights travel"
-                                                   : "")
-                  << (options_.local_steps > 1
-                          ? " every " + std::to_string(options_.local_steps) + " local steps of " +
-                                std::to_string(job_.batch_size) + " samples"
-                          : "")
-                  << (staging_ ? ", staged through host buffers with asynchronous copies" : "");
+  HETPS_LOG(INFO)
+      << "connected to " << map_->num_servers() << " servers; training starts at step " << clock_
+      << " with the servers' weights of version " << weight_version_ << ", pushing "
+      << (options_.local_steps > 1 ? "the mean gradient of"
+          : step_->overlapping()   ? "each gradient as backward produces it"
+                                   : "the gradients after backward")
+      << (options_.forward_during_pull ? ", the next forward running while the weights travel" : "")
+      << (options_.local_steps > 1 ? " every " + std::to_string(options_.local_steps) + " local steps of " +
+                                         std::to_string(job_.batch_size) + " samples"
+                                   : "")
+      << (staging_ ? ", staged through host buffers with asynchronous copies" : "")
+      << (job_.clip_grad_norm > 0 ? ", clipped to global norm " + ShortNumber(job_.clip_grad_norm) : "");
   return Status::Ok();
 }
 

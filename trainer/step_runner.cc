@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "trainer/device/device.h"
+#include "trainer/grad_clip.h"
 #include "trainer/models/loss.h"
 
 namespace hetps {
@@ -44,7 +45,8 @@ StepRunner::StepRunner(Model& model, ModelBuffers& buffers, PsClient& client, co
       options_(std::move(options)),
       // Without staging, hooks push from the thread that runs backward, which must then be the
       // loop thread: only the CPU runs them there.
-      overlapping_(options_.overlap && (options_.staging != nullptr || device.is_cpu())),
+      overlapping_(options_.overlap && options_.clip_grad_norm == 0 &&
+                   (options_.staging != nullptr || device.is_cpu())),
       pacer_(options_.slowdown),
       tensors_(buffers.signature().size()),
       loop_thread_(std::this_thread::get_id()) {
@@ -199,6 +201,7 @@ Status StepRunner::ForwardBackward(const std::vector<int64_t>& indices, double* 
     in_backward_ = true;
     loss.backward();
     in_backward_ = false;
+    if (options_.clip_grad_norm > 0) ClipGradNorm(buffers_.parameters(), options_.clip_grad_norm);
     *loss_value = loss.item<double>();  // waits for the device to finish
     timings_.batch += std::chrono::duration<double>(forward_start - start).count();
     timings_.forward += std::chrono::duration<double>(backward_start - forward_start).count();

@@ -62,6 +62,10 @@ class StepRunner {
     // mode diloco: the round (inner optimizer, first weights) that InnerStep and FinishRound
     // work on; must outlive the runner. Null in the other modes.
     DilocoRound* round = nullptr;
+    // > 0: every backward's gradient (a step's, a micro-batch's, an inner step's) is scaled to
+    // this global L2 norm when it is larger (ClipGradNorm), before it is pushed or stepped on.
+    // The whole gradient is needed first, so no gradient is then pushed during backward.
+    double clip_grad_norm = 0;
   };
 
   // What a step did.

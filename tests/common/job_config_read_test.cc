@@ -88,6 +88,12 @@ optimizer:
   dampening: 0
   nesterov: true
   weight_decay: 0.0005
+lr_schedule:
+  warmup_steps: 100
+  decay: cosine
+  min_lr: 0.001
+  decay_steps: 5000
+clip_grad_norm: 1.5
 diloco:
   round_seconds: 2.5
   sync_share: 0.1
@@ -215,6 +221,16 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(!again.diloco.overlap);
   CATCH_CHECK(again.outer_optimizer.lr == o.outer_optimizer.lr);
   CATCH_CHECK(again.outer_optimizer.nesterov);
+  CATCH_CHECK(o.lr_schedule.warmup_steps == 100);
+  CATCH_CHECK(o.lr_schedule.decay == LrScheduleOptions::Decay::kCosine);
+  CATCH_CHECK(o.lr_schedule.min_lr == 0.001);
+  CATCH_CHECK(o.lr_schedule.decay_steps == 5000);
+  CATCH_CHECK(o.clip_grad_norm == 1.5);
+  CATCH_CHECK(again.lr_schedule.warmup_steps == 100);
+  CATCH_CHECK(again.lr_schedule.decay == LrScheduleOptions::Decay::kCosine);
+  CATCH_CHECK(again.lr_schedule.min_lr == 0.001);
+  CATCH_CHECK(again.lr_schedule.decay_steps == 5000);
+  CATCH_CHECK(again.clip_grad_norm == 1.5);
 
   // The file above must cover every accepted key, so a new key without a test fails here.
   std::set<std::string> in_file;

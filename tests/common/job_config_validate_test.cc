@@ -119,5 +119,36 @@ CATCH_TEST_CASE("mode auto defaults to whole batches and the staleness-aware rat
   CATCH_CHECK(ParseOrFail("mode: sync\nstaleness_aware_lr: false\n").staleness_aware_lr == false);
 }
 
+CATCH_TEST_CASE("The lr schedule goes to whoever steps the job's optimizer, its end resolved",
+                "[common][job_config][lr_schedule]") {
+  const std::string schedule = "lr_schedule: {warmup_steps: 10, decay: cosine, min_lr: 0.0001}\n";
+  // 2 epochs of 1000 samples in batches of 64: 2 * 16 steps.
+  const JobOptions sync = ParseOrFail("epochs: 2\nglobal_batch_size: 64\n" + schedule);
+  auto servers = ScheduledOptimizer(sync, 1000, /*for_servers=*/true);
+  CATCH_REQUIRE(servers.ok());
+  CATCH_CHECK(servers->schedule.decay_steps == 32);
+  CATCH_CHECK(servers->schedule.warmup_steps == 10);
+  auto trainers = ScheduledOptimizer(sync, 1000, /*for_servers=*/false);
+  CATCH_REQUIRE(trainers.ok());
+  CATCH_CHECK(trainers->schedule.decay_steps == 32);
+  // Diloco: the outer lr stays constant; each of 4 trainers counts its own inner steps, a
+  // quarter of the job's.
+  const JobOptions diloco =
+      ParseOrFail("mode: diloco\ntrainers: 4\nepochs: 2\nglobal_batch_size: 64\n" + schedule);
+  auto outer = ScheduledOptimizer(diloco, 1000, /*for_servers=*/true);
+  CATCH_REQUIRE(outer.ok());
+  CATCH_CHECK_FALSE(LrScheduleEnabled(outer->schedule));
+  CATCH_CHECK(outer->lr == diloco.outer_optimizer.lr);
+  auto inner = ScheduledOptimizer(diloco, 1000, /*for_servers=*/false);
+  CATCH_REQUIRE(inner.ok());
+  CATCH_CHECK(inner->schedule.decay_steps == 8);
+  CATCH_CHECK(inner->schedule.warmup_steps == 3);  // ceil(10 / 4)
+  // A job too short for its warm-up needs decay_steps.
+  const JobOptions short_job = ParseOrFail("epochs: 1\nglobal_batch_size: 500\n" + schedule);
+  auto refused = ScheduledOptimizer(short_job, 1000, /*for_servers=*/true);
+  CATCH_REQUIRE_FALSE(refused.ok());
+  CATCH_CHECK(Contains(refused.status().message(), "lr_schedule.decay_steps"));
+}
+
 }  // namespace
 }  // namespace hetps

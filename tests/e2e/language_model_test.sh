@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end, a language model: hetps-data tokenize makes the sources of Python's logging package
 # into character tokens; scripts/launch_local.sh trains the built-in gpt on them (one server, two
-# trainers, sync), then the TorchScript GPT that examples/gpt/gpt.py writes. Each job's final
+# trainers, sync, with a warm-up and cosine lr schedule and clipped gradients), then the
+# TorchScript GPT that examples/gpt/gpt.py writes. Each job's final
 # validation loss must lie clearly below the unigram entropy of the training tokens (computed
 # here from train.bin: what a model that ignores the context would score), its summary must
 # report the perplexity and bits per token of that loss, and examples/gpt/sample.py must load
@@ -41,6 +42,8 @@ mode: sync
 epochs: 6
 global_batch_size: 32
 optimizer: {name: adam, lr: 0.003}
+lr_schedule: {warmup_steps: 20, decay: cosine, min_lr: 0.0003}
+clip_grad_norm: 1.0
 servers: 1
 trainers: 2
 eval_batch_size: 64

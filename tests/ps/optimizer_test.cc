@@ -455,5 +455,42 @@ CATCH_TEST_CASE("InitState writes zeros, and Adagrad's initial accumulator value
   }
 }
 
+CATCH_TEST_CASE("A step at an explicit lr (a schedule's) is the step of an optimizer with that lr",
+                "[ps][optimizer][lr_schedule]") {
+  OptimizerOptions momentum = Options(Kind::kSgd);
+  momentum.momentum = 0.9;
+  OptimizerOptions adamw = Options(Kind::kAdamW);
+  adamw.weight_decay = 0.1;  // decoupled: its decay follows the lr too
+  OptimizerOptions adagrad = Options(Kind::kAdagrad);
+  adagrad.lr_decay = 0.01;
+  for (const OptimizerOptions& base : {Options(Kind::kSgd), momentum, Options(Kind::kAdam), adamw, adagrad}) {
+    CATCH_INFO(OptimizerKindName(base.kind));
+    auto scheduled = Optimizer::Create(base);
+    CATCH_REQUIRE(scheduled.ok());
+    const size_t n = 37;
+    torch::manual_seed(11);
+    std::vector<float> ours = ToVector(torch::randn({static_cast<int64_t>(n)}));
+    std::vector<float> reference = ours;
+    std::vector<float> our_state(static_cast<size_t>((*scheduled)->state_slots()) * n);
+    std::vector<float> reference_state(our_state.size());
+    (*scheduled)->InitState(our_state.data(), n);
+    (*scheduled)->InitState(reference_state.data(), n);
+    for (int step = 1; step <= 4; ++step) {
+      const double lr = base.lr * 0.25 * step;  // a different lr every step
+      OptimizerOptions at_lr = base;
+      at_lr.lr = lr;
+      auto fixed = Optimizer::Create(at_lr);
+      CATCH_REQUIRE(fixed.ok());
+      const std::vector<float> grad = ToVector(torch::randn({static_cast<int64_t>(n)}));
+      (*scheduled)
+          ->Apply(ours.data(), grad.data(), 1.0f, our_state.data(), n, step, 0.5f, Optimizer::Share::kSamples,
+                  lr);
+      (*fixed)->Apply(reference.data(), grad.data(), 1.0f, reference_state.data(), n, step, 0.5f,
+                      Optimizer::Share::kSamples);
+      CATCH_CHECK(ours == reference);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hetps

@@ -7,6 +7,7 @@
 // next, and exactly the training of a batch assembled at its own step.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <functional>
 #include <future>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "trainer/chunk_sampler.h"
 #include "trainer/data/fashion_mnist.h"
 #include "trainer/device/model_buffers.h"
+#include "trainer/models/loss.h"
 #include "trainer/models/models.h"
 #include "trainer/step_runner.h"
 #include "trainer/trainer.h"
@@ -225,6 +227,50 @@ CATCH_TEST_CASE("A device error in a step ends the trainer with a Status naming 
   // The job went on without it and ended well. (Whether its last chunk is trained again depends on
   // the other trainer still being at work when the failed one is declared dead: not checked here.)
   CATCH_CHECK(run.summary.ok);
+}
+
+CATCH_TEST_CASE("With clip_grad_norm a step pushes its gradient scaled to that global norm",
+                "[trainer][step][clip]") {
+  auto train = LoadFashionMnist("/usr/share/datasets/fashion-mnist", DatasetSplit::kTrain);
+  CATCH_REQUIRE(train.ok());
+  JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
+  job.global_batch_size = 16;
+  job.optimizer.lr = 0.5;  // plain SGD: the servers' step is lr times the pushed gradient
+  ScriptedMlp mlp(job);
+  auto initial = mlp.buffers->HostWeights();
+  CATCH_REQUIRE(initial.ok());
+  CATCH_REQUIRE(mlp.trainer->client().InitWeights(initial->data, initial->owner).ok());
+  CATCH_REQUIRE(mlp.trainer->client().Pull(0, false, mlp.buffers->weight_targets()).ok());
+  CATCH_REQUIRE(mlp.buffers->CommitWeights().ok());
+  std::vector<int64_t> indices(16);
+  for (int64_t i = 0; i < 16; ++i) indices[static_cast<size_t>(i)] = i;
+
+  // The step's gradient, computed here on the same weights and batch.
+  std::vector<torch::Tensor> before, grads;
+  for (const torch::Tensor& p : mlp.model->parameters()) before.push_back(p.detach().clone());
+  Batch batch = MakeBatch(*train, indices.data(), indices.size(), torch::kCPU);
+  mlp.buffers->ClearGradients();
+  BatchLoss(Loss::kCrossEntropy, mlp.model->forward(batch.input), batch.target).backward();
+  double norm_squared = 0;
+  for (const torch::Tensor& p : mlp.model->parameters()) {
+    grads.push_back(p.grad().detach().clone());
+    norm_squared += grads.back().pow(2).sum().item<double>();
+  }
+  const double norm = std::sqrt(norm_squared);
+  const double max_norm = norm / 4;  // well below: the push is a quarter of the gradient
+
+  StepRunner::Options options;
+  options.model_name = "mlp";
+  options.clip_grad_norm = max_norm;
+  StepRunner runner(*mlp.model, *mlp.buffers, mlp.trainer->client(), *train, torch::kCPU, options);
+  CATCH_CHECK_FALSE(runner.overlapping());  // the whole gradient first
+  CATCH_REQUIRE(runner.Run(0, indices).ok());
+  const auto after = mlp.model->parameters();
+  for (size_t t = 0; t < before.size(); ++t) {
+    const torch::Tensor expected = before[t] - job.optimizer.lr * (max_norm / norm) * grads[t];
+    CATCH_INFO("parameter " << t);
+    CATCH_CHECK(torch::allclose(after[t].detach(), expected, 1e-4, 1e-6));
+  }
 }
 
 }  // namespace hetps
