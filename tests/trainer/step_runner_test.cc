@@ -64,6 +64,15 @@ struct ScriptedMlp {
   }
   ~ScriptedMlp() { cluster.Stop(); }
 
+  // The servers start from the model's weights, and the model holds them as pulled.
+  void StartFromItsWeights() {
+    auto initial = buffers->HostWeights();
+    CATCH_REQUIRE(initial.ok());
+    CATCH_REQUIRE(trainer->client().InitWeights(initial->data, initial->owner).ok());
+    CATCH_REQUIRE(trainer->client().Pull(0, false, buffers->weight_targets()).ok());
+    CATCH_REQUIRE(buffers->CommitWeights().ok());
+  }
+
   testing::LocalCluster cluster;
   std::shared_ptr<Model> model;
   std::unique_ptr<ModelBuffers> buffers;
@@ -80,11 +89,7 @@ std::vector<double> StepLosses(const Dataset& train, int steps, bool prefetch, i
   job.optimizer.lr = 0.05;
   job.optimizer.momentum = 0.9;
   ScriptedMlp mlp(job);
-  auto initial = mlp.buffers->HostWeights();
-  CATCH_REQUIRE(initial.ok());
-  CATCH_REQUIRE(mlp.trainer->client().InitWeights(initial->data, initial->owner).ok());
-  CATCH_REQUIRE(mlp.trainer->client().Pull(0, false, mlp.buffers->weight_targets()).ok());
-  CATCH_REQUIRE(mlp.buffers->CommitWeights().ok());
+  mlp.StartFromItsWeights();
   StepRunner::Options options;
   options.model_name = "mlp";
   StepRunner runner(*mlp.model, *mlp.buffers, mlp.trainer->client(), train, torch::kCPU, options);
@@ -237,11 +242,7 @@ CATCH_TEST_CASE("With clip_grad_norm a step pushes its gradient scaled to that g
   job.global_batch_size = 16;
   job.optimizer.lr = 0.5;  // plain SGD: the servers' step is lr times the pushed gradient
   ScriptedMlp mlp(job);
-  auto initial = mlp.buffers->HostWeights();
-  CATCH_REQUIRE(initial.ok());
-  CATCH_REQUIRE(mlp.trainer->client().InitWeights(initial->data, initial->owner).ok());
-  CATCH_REQUIRE(mlp.trainer->client().Pull(0, false, mlp.buffers->weight_targets()).ok());
-  CATCH_REQUIRE(mlp.buffers->CommitWeights().ok());
+  mlp.StartFromItsWeights();
   std::vector<int64_t> indices(16);
   for (int64_t i = 0; i < 16; ++i) indices[static_cast<size_t>(i)] = i;
 
