@@ -25,8 +25,9 @@
 # staleness_aware_lr: false, as async), fast alone diloco (the fast machine alone in mode diloco:
 # no transfer per step), diloco (its defaults: rounds the servers choose, overlapped, plain
 # averaging), diloco no overlap (each round waits for its weights), diloco nesterov (outer
-# Nesterov SGD, lr 0.7, momentum 0.9) and diloco int8 (int8 pseudo-gradients with error feedback,
-# bf16 weights: 3 of float32's 8 bytes per parameter and round).
+# Nesterov SGD, lr 0.7, momentum 0.9), diloco int8 (int8 pseudo-gradients with error feedback,
+# bf16 weights: 3 of float32's 8 bytes per parameter and round) and diloco async (asynchronous
+# rounds: each applied alone on arrival; plain averaging outside).
 # Each case runs --seeds times (different --seed: the initial weights and the data order),
 # interleaved: seed by seed, scenario by scenario, case by case, so that the host's drift falls on
 # every case alike.
@@ -207,6 +208,7 @@ cases_of() {
     echo "diloco no overlap|--mode diloco --overlap-rounds false"
     echo "diloco nesterov|--mode diloco --outer-lr 0.7 --outer-momentum 0.9"
     echo "diloco int8|--mode diloco --pseudo-gradient-dtype int8 --wire-dtype bf16"
+    echo "diloco async|--mode diloco --async-rounds true"
   fi
 }
 

@@ -29,11 +29,6 @@ enum class AsyncBatch { kShare, kWhole };
 // optimizer (docs/modes.md, "diloco").
 enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto, kDiloco };
 
-// Whether `mode` moves in rounds that wait for every live trainer (sync, diloco): checkpoints cut
-// at a round, a recovery rolls back to one, and a trainer joining starts at a later one.
-inline bool HasRounds(ConsistencyMode mode) {
-  return mode == ConsistencyMode::kSync || mode == ConsistencyMode::kDiloco;
-}
 
 // The training loss of a TorchScript model (built-in models train with cross entropy):
 // cross_entropy and nll take class labels and outputs [B, C] (logits, and log-probabilities for
@@ -110,12 +105,28 @@ struct DilocoOptions {
   // round's (error feedback; docs/modes.md, "diloco"); the weights still travel as wire_dtype.
   // false (wire_dtype): pseudo-gradients travel as wire_dtype, as gradients do.
   bool int8_pseudo_gradients = false;
+  // async: each trainer's round ends on its own clock; its pseudo-gradient is applied when it
+  // arrives, alone, and the reply brings the newest weights (no round waits for another trainer).
+  // The outer optimizer (SGD) then runs as Delayed Nesterov: each push steps by lr / N on its own,
+  // and the momentum is refreshed once per N pushes, N the live trainers (ps/delayed_nesterov.h).
+  bool async = false;
 };
+
+// Whether `mode` moves in rounds that wait for every live trainer (sync, and diloco unless its
+// rounds are asynchronous): checkpoints cut at a round, a recovery rolls back to one, and a
+// trainer joining starts at a later one. `diloco` is the job's diloco section.
+inline bool HasRounds(ConsistencyMode mode, const DilocoOptions& diloco) {
+  return mode == ConsistencyMode::kSync || (mode == ConsistencyMode::kDiloco && !diloco.async);
+}
 
 // The diloco section as the shard map and TrainerJob carry it, and back (absent: the defaults).
 flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
                                                      const DilocoOptions& options);
 DilocoOptions DilocoFromWire(const wire::DilocoConfig* config);
+
+// diloco.async's outer optimizer: SGD without weight decay or dampening, valid as
+// ValidateOptimizerOptions says; InvalidArgument naming the field ("outer_optimizer.<field>").
+Status ValidateAsyncOuterOptimizer(const OptimizerOptions& outer);
 
 // The outer optimizer's defaults for `kind`: torch's, but SGD's lr is 1. The default outer
 // optimizer, SGD with lr 1 and no momentum, is plain averaging: it applies the round's combined

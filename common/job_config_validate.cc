@@ -24,6 +24,26 @@ std::string FormatNumber(double value) {
   return text;
 }
 
+}  // namespace
+
+Status ValidateAsyncOuterOptimizer(const OptimizerOptions& outer) {
+  const std::string why = "diloco's asynchronous rounds step the outer optimizer as Delayed Nesterov: SGD, ";
+  if (outer.kind != OptimizerOptions::Kind::kSgd) {
+    return Status::InvalidArgument("outer_optimizer.name: " + why + "not " + OptimizerKindName(outer.kind));
+  }
+  if (outer.weight_decay != 0) {
+    return Status::InvalidArgument("outer_optimizer.weight_decay: " + why + "without weight decay (not " +
+                                   FormatNumber(outer.weight_decay) + ")");
+  }
+  if (outer.dampening != 0) {
+    return Status::InvalidArgument("outer_optimizer.dampening: " + why + "without dampening (not " +
+                                   FormatNumber(outer.dampening) + ")");
+  }
+  return ValidateOptimizerOptions(outer, "outer_optimizer");
+}
+
+namespace {
+
 Status ValidateDiloco(const JobOptions& o) {
   const DilocoOptions& d = o.diloco;
   if (d.round_steps > 0 && d.round_seconds > 0) {
@@ -38,6 +58,11 @@ Status ValidateDiloco(const JobOptions& o) {
                                    "; per-step gradients have no error feedback to carry int8's rounding "
                                    "(wire_dtype: bf16 or fp16 narrows them)");
   }
+  if (d.async && o.mode != ConsistencyMode::kDiloco) {
+    return Status::InvalidArgument(std::string("diloco.async: asynchronous rounds need mode diloco, not ") +
+                                   ModeName(o.mode));
+  }
+  if (d.async) HETPS_RETURN_IF_ERROR(ValidateAsyncOuterOptimizer(o.outer_optimizer));
   if (d.min_round_seconds > d.max_round_seconds) {
     return Status::InvalidArgument("diloco.min_round_seconds: " + FormatNumber(d.min_round_seconds) +
                                    " is larger than max_round_seconds (" + FormatNumber(d.max_round_seconds) +
@@ -136,7 +161,7 @@ Status ValidateJobOptions(const JobOptions& o) {
   if (o.security.curve && o.security.keys_dir.empty()) {
     return Status::InvalidArgument("security.keys_dir: required with curve: true (or give --curve-keys DIR)");
   }
-  if (o.staleness_aware_lr == true && HasRounds(o.mode)) {
+  if (o.staleness_aware_lr == true && HasRounds(o.mode, o.diloco)) {
     return Status::InvalidArgument(std::string("staleness_aware_lr: true needs mode async or ssp; ") +
                                    ModeName(o.mode) + " pushes are never stale");
   }

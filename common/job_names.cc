@@ -102,7 +102,7 @@ flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuil
                                                      const DilocoOptions& d) {
   return wire::CreateDilocoConfig(fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds,
                                   d.max_round_seconds, d.overlap,
-                                  d.int8_pseudo_gradients ? wire::DType::I8 : wire::DType::F32);
+                                  d.int8_pseudo_gradients ? wire::DType::I8 : wire::DType::F32, d.async);
 }
 
 DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
@@ -115,6 +115,7 @@ DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {
   d.max_round_seconds = config->max_round_seconds();
   d.overlap = config->overlap();
   d.int8_pseudo_gradients = config->pseudo_gradient_dtype() == wire::DType::I8;
+  d.async = config->async();
   return d;
 }
 

@@ -8,7 +8,9 @@
 // before the next round ends, so nobody waits, and rounds are as short as the links allow). Until
 // a round brings a measurement, rounds keep the length chosen last (at first min_round_seconds).
 //
-// Every server sees every trainer's pushes of a round, so each chooses the same length. Plain
+// Async rounds (diloco: {async: true}) have no common round: each push's measurement alone
+// chooses the length of the rounds after it (ObserveAlone), so a trainer's next round follows its
+// own link. Every server sees every trainer's pushes of a round, so each chooses the same length. Plain
 // data, owned by the Shard on the server's I/O thread.
 #pragma once
 
@@ -30,11 +32,20 @@ class RoundLength {
   // has not measured one).
   void Observe(uint64_t round, double sync_seconds);
 
+  // Async rounds: a push whose trainer's previous round synchronised in `sync_seconds` (0: not
+  // measured) chooses the length of the rounds from now on; Latest() gives it.
+  void ObserveAlone(double sync_seconds);
+  // The length chosen last; 0 when the job fixes the rounds.
+  double Latest() const { return chosen_by_servers_ ? chosen_ : 0; }
+
   // The length in seconds of round `round`, chosen from the pushes of round - 1; 0 when the job
   // fixes the rounds (round_steps or round_seconds), which the trainers then follow themselves.
   double For(uint64_t round);
 
  private:
+  // The length a round whose pushes synchronised in at most `sync_seconds` asks of the next.
+  double Wanted(double sync_seconds) const;
+
   DilocoOptions options_;
   bool chosen_by_servers_;
   double chosen_;                       // the length chosen last

@@ -94,7 +94,7 @@ void Server::HandleRestore(Message message) {
   if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
     HETPS_LOG(INFO) << "restored checkpoint " << restore->checkpoint() << " (generation "
                     << restore->generation()
-                    << (HasRounds(shard_->mode()) ? ", round " + std::to_string(restore->round()) : "")
+                    << (shard_->has_rounds() ? ", round " + std::to_string(restore->round()) : "")
                     << ")";
   } else {
     HETPS_LOG(INFO) << (restore->reset() ? "back to uninitialised partitions" : "keeping this server's state")

@@ -37,14 +37,6 @@ std::string PartitionName(const ShardMap& map, uint32_t id) {
 
 }  // namespace
 
-struct Shard::ApplyTally {
-  std::atomic<int64_t> nanoseconds{0};
-  // Steps posted and not yet run, plus one until EndApply: whoever brings it to 0 records.
-  std::atomic<uint32_t> open{1};
-  // Written by the I/O thread before each step is posted, so whoever ends the tally sees them all.
-  std::atomic<uint32_t> steps{0};
-};
-
 wire::ErrorCode RefusalCode(const Status& status) {
   switch (status.code()) {
     case Status::Code::kProtocol:
@@ -88,9 +80,15 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
     if (!created.ok()) return created.status().WithContext("the outer optimizer of auto's diloco phase");
     outer = std::move(*created);
   }
+  std::optional<DelayedNesterov> delayed;
+  if (options.mode == ConsistencyMode::kDiloco && options.diloco.async) {
+    auto created = DelayedNesterov::Create(options.optimizer);
+    if (!created.ok()) return created.status();
+    delayed = *created;
+  }
   try {
     return std::unique_ptr<Shard>(
-        new Shard(map, server_rank, options, std::move(*optimizer), std::move(outer)));
+        new Shard(map, server_rank, options, std::move(*optimizer), std::move(outer), delayed));
   } catch (const std::bad_alloc&) {
     const uint64_t bytes = map.BytesOf(server_rank);
     return Status::ResourceExhausted(
@@ -100,12 +98,14 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
 }
 
 Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
-             std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer)
+             std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer,
+             std::optional<DelayedNesterov> delayed)
     : map_(map),
       server_rank_(server_rank),
       options_(options),
       optimizer_(std::move(optimizer)),
       outer_(std::move(outer)),
+      delayed_(delayed),
       schedule_(options.mode == ConsistencyMode::kAuto ? ConsistencyMode::kAsync : options.mode,
                 options.staleness),
       round_length_(options.diloco),
@@ -119,8 +119,8 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
     slot.info = &map.partitions()[ids_[i]];
     slot.owner = workers_->OwnerOf(i);
     slot.weights = std::shared_ptr<float[]>(new float[slot.info->length]());
-    slot.state.resize(static_cast<size_t>(optimizer_->state_slots()) * slot.info->length);
-    if (HasRounds(options_.mode) || options_.mode == ConsistencyMode::kAuto)
+    slot.state.resize(static_cast<size_t>(state_slots()) * slot.info->length);
+    if (HasRounds(options_.mode, options_.diloco) || options_.mode == ConsistencyMode::kAuto)
       slot.sum.resize(slot.info->length);
     if (outer_) slot.outer_state.resize(static_cast<size_t>(outer_->state_slots()) * slot.info->length);
     slot_of_[ids_[i]] = static_cast<int32_t>(i);
@@ -142,12 +142,12 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
     if (from > 0 && std::binary_search(ranks.begin(), ranks.end(), t)) from_clocks_[t] = from;
   }
   live_trainers_ = std::move(ranks);
-  if (!HasRounds(options_.mode) && options_.mode != ConsistencyMode::kAuto) return;
+  if (!HasRounds(options_.mode, options_.diloco) && options_.mode != ConsistencyMode::kAuto) return;
   for (Slot& slot : slots_) CompleteRoundIfReady(slot);
 }
 
 Status Shard::CheckFromClock(uint32_t trainer, uint64_t from_clock) const {
-  if (!HasRounds(options_.mode)) return Status::Ok();
+  if (!HasRounds(options_.mode, options_.diloco)) return Status::Ok();
   auto current = from_clocks_.find(trainer);
   const uint64_t had = current == from_clocks_.end() ? 0 : current->second;
   if (IsLive(trainer) && from_clock == had) return Status::Ok();  // nothing new about it
@@ -293,8 +293,9 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const ConsistencyMode rule = RuleAt(push.clock()).mode;
   const ConsistencyMode mode =
       automatic && empty && rule != ConsistencyMode::kDiloco ? ConsistencyMode::kSsp : rule;
-  const bool sync = HasRounds(mode);
+  const bool sync = HasRounds(mode, options_.diloco);
   const bool diloco = mode == ConsistencyMode::kDiloco;
+  const bool async_rounds = diloco && delayed_.has_value();
   const wire::DType dtype = push.dtype();
   const bool int8 = dtype == wire::DType::I8;
   if (int8 && !diloco) {
@@ -351,7 +352,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     // step. A partition at round 0 in a sync phase is a replacement server's (restored
     // partitions count no rounds outside pure sync): its first round is the trainers' step.
     const bool entering = automatic && slot->pushed.empty() && push.clock() > slot->round &&
-                          (!HasRounds(RuleAt(slot->round).mode) || slot->round == 0);
+                          (!HasRounds(RuleAt(slot->round).mode, options_.diloco) || slot->round == 0);
     if (push.clock() != slot->round && !entering) {
       return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
                                         PartitionName(map_, ids[i]) + " is at round " +
@@ -373,7 +374,13 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   }
   clock.idle = false;
   clock.pushed = std::max(clock.pushed, push.clock() + 1);
-  if (diloco) round_length_.Observe(push.clock(), static_cast<double>(push.sync_us()) * 1e-6);
+  const double sync_seconds = static_cast<double>(push.sync_us()) * 1e-6;
+  if (async_rounds) {
+    round_length_.ObserveAlone(sync_seconds);
+    if (empty) return Status::Ok();  // out of data: nothing to apply, and nobody waits for it
+  } else if (diloco) {
+    round_length_.Observe(push.clock(), sync_seconds);
+  }
   // A push's staleness is the largest over its partitions; each partition's step uses its own.
   uint64_t staleness = 0;
   // Async and ssp: the push's steps are timed together; sync rounds keep a tally per round.
@@ -389,6 +396,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     const void* grad = (*frames)[i].data();
     uint64_t& partition_clock = slot.trainer_clocks[trainer];
     partition_clock = std::max(partition_clock, push.clock() + 1);
+    if (async_rounds) {
+      PostDelayedStep(slot, grad, dtype, int8 ? push.scales()->Get(i) : 1.0f, frames, tally);
+      continue;
+    }
     if (!sync) {
       const float weight =
           options_.staleness_aware_lr ? StalenessWeight(partition_staleness, batch_share) : 1.0f;
@@ -570,7 +581,13 @@ uint64_t Shard::CompletedRounds() const {
 }
 
 int Shard::state_slots() const {
-  return optimizer_->state_slots();
+  return delayed_ ? delayed_->state_slots() : optimizer_->state_slots();
+}
+
+std::vector<std::string> Shard::state_names() const {
+  if (!delayed_) return optimizer_->state_names();
+  if (delayed_->state_slots() == 0) return {};
+  return {DelayedNesterov::kBufferName, DelayedNesterov::kSumName};
 }
 
 }  // namespace hetps

@@ -4,7 +4,8 @@
 // every push applied on arrival; ssp: pushes applied on arrival, and a trainer's pull at clock c
 // answered only once every live, busy trainer has pushed at least c - staleness steps to each
 // partition the pull asks for; diloco: rounds as in sync, of pseudo-gradients combined after
-// FedNova and stepped on by the outer optimizer).
+// FedNova and stepped on by the outer optimizer; diloco with async rounds: each pseudo-gradient
+// applied on arrival by DelayedNesterov, as async applies gradients).
 //
 // It also keeps the record the run summary and the metrics report: the staleness of every applied
 // push, the largest clock gap between trainers that it admitted, and the optimizer's seconds per
@@ -17,12 +18,14 @@
 // in PartitionWorkers, so the weights need no lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <zmq.hpp>
@@ -33,6 +36,7 @@
 #include "common/shard_map.h"
 #include "common/status.h"
 #include "messages_generated.h"
+#include "ps/delayed_nesterov.h"
 #include "ps/mode_schedule.h"
 #include "ps/optimizer.h"
 #include "ps/partition_workers.h"
@@ -125,7 +129,9 @@ class Shard {
   // the outer optimizer once, by lr, on sum_t(p_t * d_t / tau_t) * sum_t(p_t * tau_t), where
   // tau_t is trainer t's inner steps and p_t its share of the round's samples (FedNova: each
   // pseudo-gradient normalised by its steps, and the whole scaled back by the mean steps); its
-  // frames may also be int8, each read as its scale (Push.scales) times its integers. In ssp, a push
+  // frames may also be int8, each read as its scale (Push.scales) times its integers. Diloco with
+  // async rounds: each push is applied alone on arrival, as in async, by DelayedNesterov (one of N
+  // live trainers); a push with batch_size 0 changes nothing there. In ssp, a push
   // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
   // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
   // frame length, int8 frames outside diloco or without one finite scale >= 0 each, a push before
@@ -208,14 +214,18 @@ class Shard {
   Stats stats() const;
   // Whether step `clock` is a round that waits for every live trainer (sync, diloco): the job's
   // mode, or in mode auto the schedule's phase.
-  bool IsSyncStep(uint64_t clock) const { return HasRounds(RuleAt(clock).mode); }
+  bool IsSyncStep(uint64_t clock) const { return HasRounds(RuleAt(clock).mode, options_.diloco); }
   // The sync rounds every partition has completed (the fewest over the partitions).
   uint64_t CompletedRounds() const;
 
   const std::vector<uint32_t>& partition_ids() const { return ids_; }
-  // Optimizer state slots per element (momentum: 1, Adam: 2 or 3).
+  // Optimizer state slots per element (momentum: 1, Adam: 2 or 3; async diloco's Delayed
+  // Nesterov: 2 with momentum), and their names in a checkpoint, in slot order.
   int state_slots() const;
+  std::vector<std::string> state_names() const;
   ConsistencyMode mode() const { return options_.mode; }
+  // Whether the job's mode moves in rounds that wait for every live trainer (HasRounds).
+  bool has_rounds() const { return HasRounds(options_.mode, options_.diloco); }
   // The I/O thread polls workers().wake_fd() and calls RunFinished(); Flush() waits for the work
   // queued so far (tests); Stop() ends the threads (the destructor does too).
   PartitionWorkers& workers() { return *workers_; }
@@ -237,13 +247,14 @@ class Shard {
     uint64_t last_round_samples = 0;   // sync: samples in the last completed round
     uint64_t version = 0;              // optimizer steps applied
     uint64_t schedule_samples = 0;     // samples those steps were on: the lr schedule's position
-    uint64_t round = 0;                // sync rounds completed
+    uint64_t round = 0;                // sync rounds completed (async diloco: pushes applied)
     bool initialized = false;
     std::map<uint32_t, uint64_t> trainer_clocks;  // per trainer: its steps pushed to this partition
   };
 
   Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
-        std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer);
+        std::unique_ptr<Optimizer> optimizer, std::unique_ptr<Optimizer> outer,
+        std::optional<DelayedNesterov> delayed);
 
   // The slot of a partition of this shard, or NotFound naming it.
   Result<Slot*> Find(uint32_t partition);
@@ -259,7 +270,13 @@ class Shard {
   void CompleteRoundIfReady(Slot& slot);
   // The optimizer seconds of one push or round: each of its steps adds its own on the worker
   // that runs it; the last to finish, step or EndApply, records the sum in apply_seconds_.
-  struct ApplyTally;
+  struct ApplyTally {
+    std::atomic<int64_t> nanoseconds{0};
+    // Steps posted and not yet run, plus one until EndApply: whoever brings it to 0 records.
+    std::atomic<uint32_t> open{1};
+    // Written by the I/O thread before each step is posted, so whoever ends the tally sees them all.
+    std::atomic<uint32_t> steps{0};
+  };
   // Ends the open round, stepping on n elements of `grad` (a wire float) scaled by `grad_scale`
   // when the round had samples; `keep` holds `grad`'s bytes.
   void CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep);
@@ -271,6 +288,10 @@ class Shard {
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
                 Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
                 uint64_t samples, bool outer = false);
+  // Async diloco (shard_async_rounds.cc): queues on the owner the Delayed Nesterov step of one
+  // push's pseudo-gradient, `grad` (elements of `dtype`, an int8 frame's integers times `scale`).
+  void PostDelayedStep(Slot& slot, const void* grad, wire::DType dtype, float scale, Frames keep,
+                       const std::shared_ptr<ApplyTally>& tally);
   // The lr of `slot`'s next step by the optimizer's schedule: at schedule_samples /
   // global_batch_size steps of the global batch (at version steps without a global batch);
   // negative (the optimizer's own) without a schedule, for outer steps and in mode diloco.
@@ -303,6 +324,7 @@ class Shard {
   Options options_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<Optimizer> outer_;  // mode: auto only: a diloco phase's outer optimizer
+  std::optional<DelayedNesterov> delayed_;  // diloco with async rounds: the outer step
   std::vector<Slot> slots_;
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;

@@ -36,7 +36,7 @@ std::string NameOf(const ShardMap& map, const PartitionInfo& p) {
 }  // namespace
 
 Status Shard::TakeSnapshot(std::optional<uint64_t> round, std::function<void(Snapshot&)> done) {
-  const bool at_round = round.has_value() && HasRounds(options_.mode);
+  const bool at_round = round.has_value() && HasRounds(options_.mode, options_.diloco);
   if (at_round) {
     for (const Slot& slot : slots_) {
       if (slot.round > *round) {
@@ -93,7 +93,7 @@ void Shard::SnapshotIfDue(Slot& slot) {
     snapshot_.reset();
     Snapshot snapshot;
     snapshot.round = pending->cut_round;
-    const std::vector<std::string> slot_names = optimizer_->state_names();
+    const std::vector<std::string> slot_names = state_names();
     const bool scheduled = LrScheduleEnabled(options_.optimizer.schedule);
     std::shared_ptr<const void> owner = pending->copies;
     for (size_t i = 0; i < slots_.size(); ++i) {
@@ -151,7 +151,7 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
     int64_t step = 0;
     std::optional<int64_t> schedule_samples;
   };
-  const std::vector<std::string> slot_names = optimizer_->state_names();
+  const std::vector<std::string> slot_names = state_names();
   std::vector<Source> sources(slots_.size());
   for (size_t i = 0; i < slots_.size(); ++i) {
     const PartitionInfo& p = *slots_[i].info;
@@ -198,7 +198,7 @@ Status Shard::Restore(const std::vector<TensorInfo>& tensors, const std::vector<
     // Without a recorded position, every update counts as one of the whole global batch.
     slot.schedule_samples = sources[i].schedule_samples ? static_cast<uint64_t>(*sources[i].schedule_samples)
                                                         : slot.version * options_.global_batch_size;
-    slot.round = HasRounds(options_.mode) ? round : 0;
+    slot.round = HasRounds(options_.mode, options_.diloco) ? round : 0;
     slot.initialized = true;
   }
   ForgetProgress();

@@ -75,7 +75,7 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   // pushed the step before (a barrier), so that the phase's first round starts from one state.
   const ModeSchedule::Phase pushed = RuleAt(clock > 0 ? clock - 1 : 0);
   const ModeSchedule::Phase next = RuleAt(clock);
-  const bool wait_for_round = HasRounds(pushed.mode) && clock > 0 && !latest;
+  const bool wait_for_round = HasRounds(pushed.mode, options_.diloco) && clock > 0 && !latest;
   for (uint32_t id : partitions) {
     const Slot* slot = *Find(id);
     if (!slot->initialized) return false;
@@ -85,7 +85,7 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   uint64_t bound = 0;
   if (next.mode == ConsistencyMode::kSsp) {
     bound = next.staleness;
-  } else if (options_.mode != ConsistencyMode::kAuto || !HasRounds(next.mode)) {
+  } else if (options_.mode != ConsistencyMode::kAuto || !HasRounds(next.mode, options_.diloco)) {
     return true;  // async, or a sync or diloco job's first step
   }
   if (clock <= bound) return true;
@@ -109,8 +109,10 @@ void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dt
     parts.push_back(
         {slot->owner, [this, slot, reply, i] { reply->frames[i] = WeightsFrame(*slot, reply->dtype); }});
   }
-  if ((options_.mode == ConsistencyMode::kDiloco || options_.mode == ConsistencyMode::kAuto) &&
-      !partitions.empty()) {
+  if (delayed_) {
+    reply->round_seconds = round_length_.Latest();  // async rounds: no common round to follow
+  } else if ((options_.mode == ConsistencyMode::kDiloco || options_.mode == ConsistencyMode::kAuto) &&
+             !partitions.empty()) {
     // The weights follow the rounds their partitions have completed: they start the next one.
     uint64_t round = std::numeric_limits<uint64_t>::max();
     for (uint32_t id : partitions) round = std::min(round, (*Find(id))->round);
@@ -126,7 +128,7 @@ zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
     PackFloats(slot.weights.get(), n, dtype, frame.data());
     return frame;
   }
-  if (HasRounds(options_.mode)) {
+  if (HasRounds(options_.mode, options_.diloco)) {
     return BorrowFrame(slot.weights.get(), n * sizeof(float), slot.weights);
   }
   return zmq::message_t(slot.weights.get(), n * sizeof(float));

@@ -31,7 +31,7 @@ struct Overrides {
   uint32_t epochs = 0, global_batch_size = 0, servers = 0, trainers = 0, max_trainers = 0, staleness = 0;
   uint32_t round_steps = 0;
   double round_seconds = 0, outer_lr = 0, outer_momentum = 0;
-  bool overlap_rounds = true;
+  bool overlap_rounds = true, async_rounds = false;
   uint64_t partition_bytes = 0, seed = 0, max_train_samples = 0, eval_interval_samples = 0;
   uint64_t max_message_bytes = 0, max_model_bytes = 0;
   bool staleness_aware_lr = false;
@@ -66,6 +66,7 @@ hetps::Status ApplyOverrides(const CLI::App& app, const Overrides& o, hetps::Job
     job->diloco.round_steps = 0;
   }
   if (given("--overlap-rounds")) job->diloco.overlap = o.overlap_rounds;
+  if (given("--async-rounds")) job->diloco.async = o.async_rounds;
   if (given("--pseudo-gradient-dtype"))
     job->diloco.int8_pseudo_gradients = *hetps::ParsePseudoGradientDType(o.pseudo_gradient_dtype);
   if (given("--outer-lr")) job->outer_optimizer.lr = o.outer_lr;
@@ -145,6 +146,9 @@ int main(int argc, char** argv) {
       ->excludes(round_steps);
   app.add_option("--overlap-rounds", o.overlap_rounds,
                  "diloco: run each round while the last one's weights travel (true | false; diloco.overlap)");
+  app.add_option("--async-rounds", o.async_rounds,
+                 "diloco: each trainer's rounds on its own clock, applied as they arrive (true | false; "
+                 "diloco.async)");
   app.add_option("--pseudo-gradient-dtype", o.pseudo_gradient_dtype,
                  "diloco: pseudo-gradients in flight as wire_dtype, or as int8 with error feedback "
                  "(wire_dtype | int8; diloco.pseudo_gradient_dtype)")

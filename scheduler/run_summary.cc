@@ -78,6 +78,7 @@ std::string RunSummary::ToJson() const {
   j["samples"] = samples;
   j["rounds"] = rounds;
   if (mode == "diloco") {
+    j["async_rounds"] = async_rounds;
     // Per trainer its inner steps per round; and the tensor bytes a round moved, over every trainer.
     nlohmann::ordered_json per_round = nlohmann::ordered_json::array();
     uint64_t bytes = 0;

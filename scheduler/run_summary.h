@@ -115,7 +115,9 @@ struct RunSummary {
                                     // perplexity for token data (e^loss, and bits per token)
   std::string optimizer;
   std::string outer_optimizer;  // mode diloco: the servers' optimizer
-  uint64_t rounds = 0;          // sync, diloco: rounds the servers completed (the most of any)
+  uint64_t rounds = 0;          // sync, diloco: rounds the servers completed (the most of any);
+                                // diloco's async rounds: pushes the servers applied
+  bool async_rounds = false;    // mode diloco with diloco.async
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;

@@ -350,7 +350,7 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
   } else {
     const uint32_t epoch = std::min(request->epoch(), job_.epochs - 1);
     bool complete = chunks_.EpochComplete(epoch);
-    if (complete && HasRounds(job_.mode) && epoch + 1 == job_.epochs) {
+    if (complete && HasRounds(job_.mode, job_.diloco) && epoch + 1 == job_.epochs) {
       // The last sync epoch ends when a round without samples finds it complete; a trainer yet
       // to take its first step would then wait for rounds nobody pushes.
       if (TrainerStartsAtOrAfter(request->clock())) {

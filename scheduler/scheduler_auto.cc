@@ -167,7 +167,7 @@ std::string Scheduler::TooFarBehindFor(const ModeChooser::Decision& decision) {
 
 void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
   // Into diloco, as into sync, every server and trainer must hear of it before the step it starts.
-  const bool sync = HasRounds(decision.mode) || auto_rule_.mode == ConsistencyMode::kSync;
+  const bool sync = HasRounds(decision.mode, job_.diloco) || auto_rule_.mode == ConsistencyMode::kSync;
   const uint64_t from_clock = StepAhead(sync ? kSyncSwitchLeadSeconds : kSwitchLeadSeconds);
   HETPS_LOG(INFO) << "mode auto: " << RuleName(auto_rule_) << " -> " << RuleName(decision) << " from step "
                   << from_clock << ": " << decision.reason;

@@ -48,12 +48,12 @@ void Scheduler::MaybeCheckpoint() {
   const bool by_steps = c.interval_steps > 0 && clock >= last_cut_clock_ + c.interval_steps;
   if (!by_time && !by_steps) return;
   // A sync cut's round is placed by the trainers' speed: wait for their first progress reports.
-  if (HasRounds(job_.mode) && clock == 0) return;
+  if (HasRounds(job_.mode, job_.diloco) && clock == 0) return;
   BeginCheckpoint(/*final=*/false);
 }
 
 void Scheduler::BeginCheckpoint(bool final) {
-  const bool sync = HasRounds(job_.mode);
+  const bool sync = HasRounds(job_.mode, job_.diloco);
   CheckpointCut::Options o;
   o.number = ++cut_number_;
   o.final = final;
@@ -179,7 +179,7 @@ void Scheduler::MaybeFinishCut() {
   m.data = cut.Position(job_.epochs);
   if (final) m.data.samples_trained = SamplesTrained();
   std::vector<ServerState> states = cut.States();
-  if (HasRounds(job_.mode)) {
+  if (HasRounds(job_.mode, job_.diloco)) {
     for (const ServerState& s : states) m.round = std::max(m.round, s.round);
   }
   cut_misses_ = 0;
@@ -291,13 +291,13 @@ void Scheduler::RestoreForResume() {
       return BeginShutdown(true, "cannot restore server " + std::to_string(rank) + ": " + sent.message());
   }
   chunks_.Restore(m.data);
-  resume_clock_ = HasRounds(job_.mode) ? m.round : 0;
+  resume_clock_ = HasRounds(job_.mode, job_.diloco) ? m.round : 0;
   resume_epoch_ = std::min(m.data.epoch, job_.epochs - 1);
   next_epoch_to_evaluate_ = resume_epoch_;
   summary_.resumed_from = loaded->path;
   restorable_checkpoint_ = loaded->path;
   HETPS_LOG(INFO) << "resuming from " << loaded->path << ": epoch " << resume_epoch_ + 1
-                  << (HasRounds(job_.mode) ? ", round " + std::to_string(m.round) : std::string()) << ", "
+                  << (HasRounds(job_.mode, job_.diloco) ? ", round " + std::to_string(m.round) : std::string()) << ", "
                   << chunks_.completed_samples() << " samples already trained";
 }
 

@@ -119,7 +119,7 @@ Status Scheduler::SendRestore(uint32_t rank, const std::shared_ptr<SafetensorsFi
 
 Status Scheduler::SendRestores(uint64_t* samples_at_checkpoint) {
   Recovery& r = *recovery_;
-  const bool sync = HasRounds(job_.mode);
+  const bool sync = HasRounds(job_.mode, job_.diloco);
   std::optional<LoadedCheckpoint> checkpoint;
   if (!restorable_checkpoint_.empty()) {
     auto loaded = LoadCheckpoint(fs_, restorable_checkpoint_);

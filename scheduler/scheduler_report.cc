@@ -18,6 +18,7 @@ void Scheduler::FillSummary() {
   s.metric = MetricName();
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.outer_optimizer = OptimizerKindName(job_.outer_optimizer.kind);
+  s.async_rounds = job_.mode == ConsistencyMode::kDiloco && job_.diloco.async;
   s.epochs = job_.epochs;
   s.global_batch_size = job_.global_batch_size;
   s.servers = job_.servers;
@@ -112,7 +113,7 @@ void Scheduler::ShowProgress(bool force) {
     std::snprintf(text, sizeof(text), "%llu rounds, %.1f MB moved per round",
                   static_cast<unsigned long long>(rounds), rounds > 0 ? bytes / 1e6 / rounds : 0.0);
     view.detail = text;
-  } else if (!HasRounds(job_.mode)) {
+  } else if (!HasRounds(job_.mode, job_.diloco)) {
     uint64_t gap = 0;
     const StalenessSummary staleness = Staleness(&gap);
     char text[160];

@@ -67,7 +67,7 @@ void Scheduler::MaybeAdmitTrainer() {
   // A sync joiner's first step is placed by the trainers' speed: wait for their first reports.
   uint64_t newest_clock = 0;
   for (Member* t : training) newest_clock = std::max(newest_clock, t->progress.clock);
-  if (HasRounds(job_.mode) && newest_clock == 0) return;
+  if (HasRounds(job_.mode, job_.diloco) && newest_clock == 0) return;
   ProposeAdmission(*joiner);
 }
 
@@ -99,7 +99,7 @@ void Scheduler::ProposeAdmission(Member& trainer) {
     epoch = std::min(epoch, t->progress.epoch);
     if (!t->done) first_step = std::max(first_step, t->progress.clock);
   }
-  if (HasRounds(job_.mode)) {
+  if (HasRounds(job_.mode, job_.diloco)) {
     // Progress reports are up to one interval old: the trainers are that much further on. The
     // steps added after a miss keep the proposals moving when the speeds say little (empty rounds).
     const double doubling = static_cast<double>(1u << std::min<uint32_t>(misses, 5));

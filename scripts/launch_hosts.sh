@@ -39,8 +39,8 @@
 #   --async-batch share|whole  --model mlp|cnn  --epochs N  --optimizer NAME  --lr X  --momentum X
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
-#   --round-steps H  --round-seconds S  --overlap-rounds true|false  --outer-lr X  --outer-momentum X
-#   --pseudo-gradient-dtype wire_dtype|int8 (mode diloco)
+#   --round-steps H  --round-seconds S  --overlap-rounds true|false  --async-rounds true|false
+#   --outer-lr X  --outer-momentum X  --pseudo-gradient-dtype wire_dtype|int8 (mode diloco)
 # Process options: --data-dir DIR  --threads N  --server-threads N  --no-overlap  --forward-during-pull
 #   --data-cache DIR|off  --data-cache-limit SIZE (trainers on served data, as in launch_local.sh;
 #   DIR is a path on each host, default each host's ~/.cache/hetps/data)

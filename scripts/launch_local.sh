@@ -17,6 +17,8 @@
 #                         a length the servers choose from the measured synchronisation)
 #   --overlap-rounds true|false  diloco: each round runs while the last one's weights travel
 #                         (default true)
+#   --async-rounds true|false  diloco: each trainer's rounds on its own clock, applied as they
+#                         arrive, the outer SGD as Delayed Nesterov (default false)
 #   --pseudo-gradient-dtype wire_dtype|int8  diloco: pseudo-gradients as wire_dtype, or as int8
 #                         with error feedback (default wire_dtype)
 #   --outer-lr X  --outer-momentum X  diloco: the outer SGD's lr and Nesterov momentum (default 1, 0:

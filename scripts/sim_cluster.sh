@@ -29,7 +29,8 @@
 #   --weight-decay X  --global-batch-size N  --max-train-samples N  --eval-interval-samples N
 #   --wire-dtype fp32|bf16|fp16  --seed N  --summary FILE  --checkpoint-interval SECS
 #   --async-batch share|whole  --round-steps H  --round-seconds S  --overlap-rounds true|false
-#   --outer-lr X  --outer-momentum X  --pseudo-gradient-dtype wire_dtype|int8 (mode diloco)
+#   --async-rounds true|false  --outer-lr X  --outer-momentum X  --pseudo-gradient-dtype wire_dtype|int8
+#   (mode diloco)
 # Process options: --data-dir DIR  --threads N (every trainer, over the spec's)  --server-threads N
 #   --no-overlap  --forward-during-pull  --data-cache DIR|off  --data-cache-limit SIZE  --checkpoint-dir DIR
 #   --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N  --secure

@@ -66,7 +66,7 @@ Status Trainer::Session::ApplyResume(const wire::Resume& resume) {
   } else if (idle_) {
     HETPS_RETURN_IF_ERROR(client_->MarkIdle(clock_));  // a replacement does not know it
   }
-  const bool sync = HasRounds(job_.mode);
+  const bool sync = HasRounds(job_.mode, job_.diloco);
   HETPS_RETURN_IF_ERROR(buffers_->FinishWeightCopies());
   auto pulled = client_->Pull(sync ? clock_ : 0, /*latest=*/!sync, buffers_->weight_targets());
   if (!pulled.ok()) return RecoverIfPaused(pulled.status());

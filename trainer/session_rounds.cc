@@ -3,7 +3,9 @@
 // its data chunk by chunk as any step does, and ends in one push of the round's pseudo-gradient,
 // answered by the weights of the next round once every live trainer has pushed. Rounds are this
 // trainer's clock: round r is its r-th push, as step r is in sync mode, so checkpoints, a
-// recovery's rollback and a joiner's first round work as in sync.
+// recovery's rollback and a joiner's first round work as in sync. With async rounds
+// (diloco.async) the servers answer each push alone, and checkpoints, recovery and joiners work
+// as in async.
 #include <algorithm>
 #include <chrono>
 
@@ -113,8 +115,9 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
         continue;
       }
       if (!out_of_data_) {
-        HETPS_LOG(INFO)
-            << "no data left to take in the last epoch; pushing empty rounds until the others finish";
+        HETPS_LOG(INFO) << "no data left to take in the last epoch; "
+                        << (job_.diloco.async ? "waiting for the others to finish theirs"
+                                              : "pushing empty rounds until the others finish");
         out_of_data_ = true;
       }
       break;
@@ -129,6 +132,12 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
     progress_->AddStep(indices->size(), loss, seconds, seconds);
     progress_->Report(Position(), /*force=*/false);
   }
+  if (job_.diloco.async && round_->steps() == 0) {
+    // Asynchronous rounds: out of data, this trainer has nothing to push and no round waits
+    // for it; it waits for the epoch's end as async does (AfterEmptyRound).
+    *round_samples = 0;
+    return Status::Ok();
+  }
   const auto pushed = std::chrono::steady_clock::now();
   auto outcome = step_->FinishRound(clock_, job_.diloco.overlap);
   if (!outcome.ok()) return outcome.status();
@@ -138,7 +147,9 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
   last_round_inner_steps_ = round_->steps();
   NoteRoundWeights();
   // Overlapped, the round's weights are yet to come; but this trainer had data, so the round did.
-  *round_samples = outcome->weights_written ? outcome->pulled.round_samples : round_->samples();
+  // Asynchronous rounds are this trainer's alone.
+  *round_samples = outcome->weights_written && !job_.diloco.async ? outcome->pulled.round_samples
+                                                                   : round_->samples();
   return Status::Ok();
 }
 

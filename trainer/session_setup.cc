@@ -145,7 +145,7 @@ Status Trainer::Session::Setup() {
       return fetcher->EnsureChunk(epoch, indices, count);
     });
   }
-  position_ = std::make_unique<DataPositionReporter>(control_.get(), &sender_, HasRounds(job_.mode));
+  position_ = std::make_unique<DataPositionReporter>(control_.get(), &sender_, HasRounds(job_.mode, job_.diloco));
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
   HETPS_ASSIGN_OR_RETURN(HostTensors initial, buffers_->HostWeights());

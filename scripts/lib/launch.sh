@@ -30,7 +30,8 @@ is_job_flag() {
     --config|--servers|--trainers|--mode|--model|--model-file|--loss|--epochs|--optimizer|--lr|--momentum|\
     --weight-decay|--global-batch-size|--max-train-samples|--summary|--seed|--staleness|\
     --staleness-aware-lr|--balance|--async-batch|--eval-interval-samples|--wire-dtype|--checkpoint-interval|\
-    --round-steps|--round-seconds|--overlap-rounds|--outer-lr|--outer-momentum|--pseudo-gradient-dtype)
+    --round-steps|--round-seconds|--overlap-rounds|--async-rounds|--outer-lr|--outer-momentum|\
+    --pseudo-gradient-dtype)
       return 0 ;;
   esac
   return 1

@@ -111,6 +111,13 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
        {"job.yaml", "diloco.pseudo_gradient_dtype: int8 needs mode diloco, not sync", "error feedback"}},
       {"mode: async\ndiloco:\n  pseudo_gradient_dtype: int8\n",
        {"diloco.pseudo_gradient_dtype: int8 needs mode diloco, not async"}},
+      // Asynchronous rounds: mode diloco, and an outer SGD that Delayed Nesterov can step.
+      {"mode: async\ndiloco:\n  async: true\n", {"diloco.async: asynchronous rounds need mode diloco, not async"}},
+      {"mode: diloco\ndiloco:\n  async: yes please\n", {"job.yaml:3: diloco.async"}},
+      {"mode: diloco\ndiloco:\n  async: true\nouter_optimizer:\n  name: adam\n",
+       {"outer_optimizer.name", "Delayed Nesterov", "not adam"}},
+      {"mode: diloco\ndiloco:\n  async: true\nouter_optimizer:\n  weight_decay: 0.1\n",
+       {"outer_optimizer.weight_decay", "without weight decay (not 0.1)"}},
       {"wire_dtype: int8\n", {"job.yaml:1: wire_dtype", "'int8'", "fp32, bf16, fp16"}},
       {"outer_optimizer:\n  lr: 0\n", {"job.yaml", "outer_optimizer.lr", "> 0"}},
       {"outer_optimizer:\n  name: lion\n", {"job.yaml:2: outer_optimizer.name", "'lion'", "sgd, adam"}},

@@ -11,25 +11,7 @@
 #include "tests/ps/shard_wire.h"
 
 namespace hetps {
-namespace {
-
 using namespace testing;  // NOLINT: the helpers of shard_wire.h
-
-// A push of round `round`'s pseudo-gradient `delta` (both partitions of server 0) over
-// `inner_steps` inner steps of `samples` samples in all.
-WireMessage MakeRoundPush(uint64_t round, uint32_t samples, uint32_t inner_steps, const Floats& delta) {
-  flatbuffers::FlatBufferBuilder fbb;
-  const std::vector<uint32_t> ids = {0, 2};
-  const std::vector<uint64_t> versions(ids.size(), 0);
-  const std::vector<Floats> frames =
-      samples == 0 ? std::vector<Floats>{Floats{}, Floats{}} : std::vector<Floats>{delta, delta};
-  return Finish(fbb,
-                wire::CreatePushDirect(fbb, round, samples, &ids, &versions, wire::DType::F32, /*pull=*/true,
-                                       /*ahead=*/0, inner_steps, /*sync_us=*/0),
-                frames);
-}
-
-}  // namespace
 
 CATCH_TEST_CASE("A switch to diloco is the last a mode schedule takes", "[ps][auto][diloco]") {
   ModeSchedule schedule(ConsistencyMode::kAsync, 0);

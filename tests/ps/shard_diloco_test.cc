@@ -15,19 +15,6 @@ namespace {
 
 using namespace testing;  // NOLINT: the helpers of shard_wire.h
 
-// A push of round `round`'s pseudo-gradient `delta` (both partitions of server 0) over
-// `inner_steps` inner steps of `samples` samples in all.
-WireMessage MakeRoundPush(uint64_t round, uint32_t samples, uint32_t inner_steps, const Floats& delta,
-                          uint64_t sync_us = 0) {
-  flatbuffers::FlatBufferBuilder fbb;
-  const std::vector<uint32_t> ids = {0, 2};
-  const std::vector<uint64_t> versions(ids.size(), 0);
-  return Finish(fbb,
-                wire::CreatePushDirect(fbb, round, samples, &ids, &versions, wire::DType::F32, /*pull=*/true,
-                                       /*ahead=*/0, inner_steps, sync_us),
-                {delta, delta});
-}
-
 struct RoundPart {
   uint32_t samples;
   uint32_t inner_steps;
@@ -48,22 +35,6 @@ std::vector<double> Combined(const std::vector<RoundPart>& parts) {
   for (double& c : combined) c *= mean_steps;
   return combined;
 }
-
-// SGD with Nesterov momentum as torch::optim::SGD steps it (dampening 0; the buffer starts as
-// the first gradient), in double precision.
-struct NesterovReference {
-  double lr, momentum;
-  std::vector<double> weights, buffer;
-  bool first = true;
-
-  void Step(const std::vector<double>& grad) {
-    for (size_t i = 0; i < weights.size(); ++i) {
-      buffer[i] = first ? grad[i] : momentum * buffer[i] + grad[i];
-      weights[i] -= lr * (grad[i] + momentum * buffer[i]);
-    }
-    first = false;
-  }
-};
 
 std::unique_ptr<Shard> MakeDilocoShard(const ShardMap& map, double lr, double momentum) {
   return MakeShard(map, ConsistencyMode::kDiloco, [&](Shard::Options& o) {
@@ -102,7 +73,7 @@ CATCH_TEST_CASE(
   auto shard = MakeDilocoShard(map, 0.7, 0.9);
   shard->SetLiveTrainers({0, 1});
   CATCH_REQUIRE(InitBoth(*shard, kInitial).ok());
-  NesterovReference reference{0.7, 0.9, std::vector<double>(kInitial.begin(), kInitial.end()),
+  MomentumReference reference{0.7, 0.9, std::vector<double>(kInitial.begin(), kInitial.end()),
                               std::vector<double>(kLength, 0.0)};
   // A fast trainer (4x the inner steps and samples of the slow one) and a slow one, over three
   // rounds, so that the momentum of the earlier rounds enters the later ones.

@@ -91,6 +91,39 @@ inline WireMessage MakePush(uint64_t clock, uint32_t batch_size, const std::vect
   return Finish(fbb, wire::CreatePushDirect(fbb, clock, batch_size, &ids, &versions, dtype, true), grads);
 }
 
+// A diloco push of round `round`'s pseudo-gradient `delta` (both partitions of server 0) over
+// `inner_steps` inner steps of `samples` samples in all; with 0 samples, empty frames. `versions`:
+// the weight version the round started from (both partitions).
+inline WireMessage MakeRoundPush(uint64_t round, uint32_t samples, uint32_t inner_steps, const Floats& delta,
+                                 uint64_t sync_us = 0, uint64_t version = 0) {
+  flatbuffers::FlatBufferBuilder fbb;
+  const std::vector<uint32_t> ids = {0, 2};
+  const std::vector<uint64_t> versions(ids.size(), version);
+  const std::vector<Floats> frames =
+      samples == 0 ? std::vector<Floats>{Floats{}, Floats{}} : std::vector<Floats>{delta, delta};
+  return Finish(fbb,
+                wire::CreatePushDirect(fbb, round, samples, &ids, &versions, wire::DType::F32, /*pull=*/true,
+                                       /*ahead=*/0, inner_steps, sync_us),
+                frames);
+}
+
+// SGD with momentum as torch::optim::SGD steps it (dampening 0; the buffer starts as the first
+// gradient), Nesterov's or not, in double precision: the outer step diloco's tests compare with.
+struct MomentumReference {
+  double lr, momentum;
+  std::vector<double> weights, buffer;
+  bool nesterov = true;
+  bool first = true;
+
+  void Step(const std::vector<double>& grad) {
+    for (size_t i = 0; i < weights.size(); ++i) {
+      buffer[i] = first ? grad[i] : momentum * buffer[i] + grad[i];
+      weights[i] -= lr * (nesterov ? grad[i] + momentum * buffer[i] : buffer[i]);
+    }
+    first = false;
+  }
+};
+
 inline WireMessage MakeInit(const std::vector<uint32_t>& ids, const std::vector<Floats>& weights) {
   flatbuffers::FlatBufferBuilder fbb;
   return Finish(fbb, wire::CreateInitWeightsDirect(fbb, &ids), weights);

@@ -1,0 +1,40 @@
+// The Shard in mode diloco with async rounds (diloco: {async: true}): each trainer's
+// pseudo-gradient is stepped on alone when it arrives, by DelayedNesterov, as one of N live
+// trainers. Part of the Shard class (ps/shard.h), called on the I/O thread like the rest; the
+// steps run on the partitions' owners.
+#include <algorithm>
+#include <chrono>
+
+#include "common/dtype.h"
+#include "ps/shard.h"
+
+namespace hetps {
+
+void Shard::PostDelayedStep(Slot& slot, const void* grad, wire::DType dtype, float scale, Frames keep,
+                            const std::shared_ptr<ApplyTally>& tally) {
+  // N: the trainers live now. The momentum is refreshed on every N-th push to the partition, by
+  // its update count, which checkpoints keep, so a resumed job refreshes where it would have.
+  const auto trainers = static_cast<uint64_t>(std::max<size_t>(1, live_trainers_.size()));
+  ++slot.version;
+  ++slot.round;
+  const bool refresh = slot.version % trainers == 0;
+  const float share = 1.0f / static_cast<float>(trainers);
+  Slot* stepping = &slot;
+  tally->steps.fetch_add(1, std::memory_order_relaxed);
+  tally->open.fetch_add(1, std::memory_order_relaxed);
+  workers_->Post(slot.owner, [this, stepping, grad, dtype, scale, share, refresh, keep, tally] {
+    const auto start = std::chrono::steady_clock::now();
+    const size_t n = stepping->info->length;
+    // Widened (and an int8 frame scaled) once into the owner's scratch.
+    std::vector<float>& scratch = scratch_[stepping->owner];
+    scratch.resize(n);
+    ScaleInto(grad, n, dtype, scale, /*assign=*/true, scratch.data());
+    delayed_->Apply(stepping->weights.get(), scratch.data(), share, stepping->state.data(), n, refresh);
+    const auto took =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
+    if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
+  });
+}
+
+}  // namespace hetps
