@@ -81,7 +81,7 @@ CATCH_TEST_CASE("An endpoint flag takes host:port as tcp:// and refuses a malfor
   CATCH_CHECK_THAT(parsed.err, Contains("--scheduler: '127.0.0.1' has no port"));
 }
 
-CATCH_TEST_CASE("--version prints the version line and exits 0", "[common][cli]") {
+CATCH_TEST_CASE("The version flag prints the version line and exits 0", "[common][cli]") {
   CLI::App app("test", "hetps-test");
   Flags flags;
   AddFlags(app, &flags);

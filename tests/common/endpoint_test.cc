@@ -20,8 +20,8 @@ CATCH_TEST_CASE("An endpoint without a scheme is taken as tcp://", "[common][end
 }
 
 CATCH_TEST_CASE("Endpoints with a known scheme are kept as given", "[common][endpoint]") {
-  for (const std::string& endpoint : {"tcp://127.0.0.1:7400", "tcp://127.0.0.1:*", "tcp://[::1]:0",
-                                      "ipc:///tmp/hetps.sock", "inproc://scheduler"}) {
+  for (const char* endpoint : {"tcp://127.0.0.1:7400", "tcp://127.0.0.1:*", "tcp://[::1]:0",
+                               "ipc:///tmp/hetps.sock", "inproc://scheduler"}) {
     CATCH_CAPTURE(endpoint);
     CATCH_CHECK(NormalizeEndpoint(endpoint).value() == endpoint);
   }

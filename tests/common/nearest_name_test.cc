@@ -34,7 +34,7 @@ CATCH_TEST_CASE("The nearest name is suggested only when it is a likely typo", "
   CATCH_CHECK(NearestName("lt", keys) == "lr");
   CATCH_CHECK(NearestName("x", keys).empty());
   CATCH_CHECK(NearestName("mdoe", keys) == "mode");
-  CATCH_CHECK(NearestName("modle", keys) == "model");
+  CATCH_CHECK(NearestName("mdoel", keys) == "model");
 }
 
 }  // namespace

@@ -11,7 +11,7 @@ bin="$build/bin"
 work=$(mktemp -d)
 scheduler=""
 cleanup() {
-  [[ -n $scheduler ]] && kill "$scheduler" 2>/dev/null && wait "$scheduler" 2>/dev/null
+  if [[ -n $scheduler ]]; then kill "$scheduler" 2>/dev/null || true; wait "$scheduler" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -61,8 +61,8 @@ refused "--bind: '127.0.0.1:99999' has port 99999, out of range (0..65535)" -- "
 refused "--scheduler: 'http://127.0.0.1:7400' has an unknown scheme 'http'" -- \
   "$bin/hetps-status" --scheduler http://127.0.0.1:7400
 refused "--listen: 'localhost' has no port" -- "$bin/hetps-scheduler" --listen localhost --check
-printf 'epochs: 1\nmomentun: 0.9\n' > "$work/typo.yaml"
-refused "typo.yaml:2: momentun: unknown key; did you mean momentum?" -- "$bin/hetps-scheduler" --config "$work/typo.yaml" --check
+printf 'mode: sync\nepoch: 1\n' > "$work/typo.yaml"
+refused "typo.yaml:2: epoch: unknown key; did you mean epochs?" -- "$bin/hetps-scheduler" --config "$work/typo.yaml" --check
 printf 'listen: 127.0.0.1\n' > "$work/listen.yaml"
 refused "listen.yaml:1: listen: '127.0.0.1' has no port" -- "$bin/hetps-scheduler" --config "$work/listen.yaml" --check
 

@@ -12,7 +12,7 @@ build=$(cd "$1" && pwd)
 work=$(mktemp -d)
 launcher=""
 cleanup() {
-  [[ -n $launcher ]] && kill "$launcher" 2>/dev/null && wait "$launcher" 2>/dev/null
+  if [[ -n $launcher ]]; then kill "$launcher" 2>/dev/null || true; wait "$launcher" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -34,7 +34,7 @@ launch "$work/run-missing" --data-dir "$work/no-such-dir" --max-restarts 3 > "$w
 ((code == 1)) || fail "launch_local.sh exited $code with the trainer's data missing, not 1"
 grep -q "trainer-0 stopped on an error that a restart cannot fix (exit 2" "$work/missing.out" ||
   fail "launch_local.sh did not say why it does not restart the trainer"
-! grep -q "restarting it" "$work/missing.out" || fail "launch_local.sh restarted a trainer whose data is missing"
+! grep -q "died (exit [0-9]*); restarting it" "$work/missing.out" || fail "launch_local.sh restarted a trainer whose data is missing"
 grep -q "hetps-trainer: error: missing" "$work/run-missing/trainer-0.log" || fail "the trainer did not name the missing file"
 grep -c "^hetps-trainer: error:" "$work/run-missing/trainer-0.log" | grep -qx 1 || fail "the trainer ran more than once"
 echo "missing data: $(grep 'restart cannot fix' "$work/missing.out")"
@@ -57,7 +57,7 @@ timeout 120 script -qefc "$command --watch --interval 0.3 --timeout-ms 1000" "$w
 wait "$launcher" || fail "the job failed"
 launcher=""
 tr -d '\r' < "$work/watch.tty" > "$work/watch.txt"
-last=$(tail -n 1 "$work/watch.txt")
+last=$(grep -ao 'hetps-status: .*' "$work/watch.txt" | tail -n 1)  # script(1) may add a line of its own
 [[ $last == "hetps-status: the job has finished" || $last == "hetps-status: the job has ended: the scheduler at $endpoint no longer answers"* ]] ||
   fail "hetps-status --watch ended with '$last'"
 clears=$(grep -o $'\033\\[2J' "$work/watch.txt" | wc -l)

@@ -73,7 +73,7 @@ std::string Drawn(bool terminal) {
   return text;
 }
 
-CATCH_TEST_CASE("On a terminal each screen is drawn over the last; elsewhere appended", "[http][watch]") {
+CATCH_TEST_CASE("On a terminal each screen is drawn over the last, elsewhere after it", "[http][watch]") {
   CATCH_CHECK(Drawn(true) == "\033[Ha\033[K\nb\033[K\n\033[J\033[Hc\033[K\n\033[J");
   CATCH_CHECK(Drawn(false) == "a\nb\n\nc\n\n");
 }
