@@ -81,7 +81,7 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"servers", u32(&o->servers, 1, 256)},
       {"trainers", u32(&o->trainers, 1, 1024)},
       {"max_trainers", u32(&o->max_trainers, 0, 1024)},
-      {"listen", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->listen); }},
+      {"listen", [o](const YAML::Node& n, const std::string& w) { return ReadEndpoint(n, w, &o->listen); }},
       {"summary", [o](const YAML::Node& n, const std::string& w) { return ReadString(n, w, &o->summary); }},
       {"seed", u64(&o->seed, 0, std::numeric_limits<int64_t>::max())},
       {"chunk_samples", u32(&o->chunk_samples, 1, 1u << 24)},

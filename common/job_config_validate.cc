@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "common/endpoint.h"
 #include "common/job_config.h"
 
 namespace hetps {
@@ -153,7 +154,7 @@ Status ValidateJobOptions(const JobOptions& o) {
                                    "the built-in models train with cross_entropy");
   }
   HETPS_RETURN_IF_ERROR(ValidateLanguageModel(o));
-  if (o.listen.empty()) return Status::InvalidArgument("listen: empty endpoint");
+  if (auto listen = NormalizeEndpoint(o.listen); !listen.ok()) return listen.status().WithContext("listen");
   if (!o.http.listen.empty() && !LooksLikeHostPort(o.http.listen)) {
     return Status::InvalidArgument("http.listen: '" + o.http.listen +
                                    "' is not ADDR:PORT (e.g. 127.0.0.1:7480; empty: no HTTP)");

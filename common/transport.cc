@@ -1,5 +1,6 @@
 #include "common/transport.h"
 
+#include <cerrno>
 #include <cstddef>
 #include <cstring>
 #include <iterator>
@@ -38,6 +39,8 @@ Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint) {
   try {
     socket.bind(endpoint);
   } catch (const zmq::error_t& e) {
+    // A port in use may be free again soon (a restart can help); a malformed endpoint never is.
+    if (e.num() == EADDRINUSE) return Status::Unavailable("cannot bind " + endpoint + ": " + e.what());
     return Status::InvalidArgument("cannot bind " + endpoint + ": " + e.what());
   }
   return socket.get(zmq::sockopt::last_endpoint);

@@ -65,7 +65,8 @@ struct ReceiveLimits {
 zmq::socket_t MakeSocket(zmq::context_t& context, zmq::socket_type type, const SocketOptions& options);
 
 // Binds `socket` to `endpoint` (e.g. "tcp://127.0.0.1:*") and returns the endpoint actually
-// bound, with the chosen port. InvalidArgument naming the endpoint when it cannot be bound.
+// bound, with the chosen port. Naming the endpoint when it cannot be bound: Unavailable when its
+// port is in use (it may be free later), InvalidArgument otherwise (e.g. no such address here).
 Result<std::string> Bind(zmq::socket_t& socket, const std::string& endpoint);
 
 // Connects `socket` to `endpoint`; InvalidArgument naming it when the address is malformed.

@@ -3,6 +3,9 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "common/endpoint.h"
+#include "common/nearest_name.h"
+
 namespace hetps {
 
 std::string Where(const std::string& source, const YAML::Node& node, const std::string& key) {
@@ -104,6 +107,15 @@ Status ReadString(const YAML::Node& node, const std::string& where, std::string*
   return Status::Ok();
 }
 
+Status ReadEndpoint(const YAML::Node& node, const std::string& where, std::string* out) {
+  std::string text;
+  HETPS_RETURN_IF_ERROR(ReadString(node, where, &text));
+  auto endpoint = NormalizeEndpoint(text);
+  if (!endpoint.ok()) return endpoint.status().WithContext(where);
+  *out = *endpoint;
+  return Status::Ok();
+}
+
 Status ReadChoice(const YAML::Node& node, const std::string& where, const std::vector<std::string>& choices,
                   std::string* out) {
   HETPS_RETURN_IF_ERROR(ReadString(node, where, out));
@@ -117,10 +129,16 @@ Status ReadChoice(const YAML::Node& node, const std::string& where, const std::v
 
 namespace {
 
-Status UnknownKey(const std::string& where, const std::vector<Field>& fields) {
+Status UnknownKey(const std::string& where, const std::string& key, const std::vector<Field>& fields) {
   std::string list;
-  for (const Field& f : fields) list += (list.empty() ? "" : ", ") + std::string(f.key);
-  return Status::InvalidArgument(where + ": unknown key; known keys: " + list);
+  std::vector<std::string> keys;
+  for (const Field& f : fields) {
+    list += (list.empty() ? "" : ", ") + std::string(f.key);
+    keys.emplace_back(f.key);
+  }
+  const std::string nearest = NearestName(key, keys);
+  const std::string guess = nearest.empty() ? "" : "did you mean " + nearest + "? ";
+  return Status::InvalidArgument(where + ": unknown key; " + guess + "known keys: " + list);
 }
 
 }  // namespace
@@ -138,7 +156,7 @@ Status ReadMap(const YAML::Node& map, const std::string& source, const std::stri
     for (const Field& f : fields) {
       if (key == f.key) field = &f;
     }
-    if (field == nullptr) return UnknownKey(where, fields);
+    if (field == nullptr) return UnknownKey(where, key, fields);
     HETPS_RETURN_IF_ERROR(field->read(entry.second, where));
   }
   return Status::Ok();

@@ -35,6 +35,10 @@ Status ReadBool(const YAML::Node& node, const std::string& where, bool* out);
 // Any scalar; a list or a map is refused.
 Status ReadString(const YAML::Node& node, const std::string& where, std::string* out);
 
+// A ZeroMQ endpoint, HOST:PORT or with a scheme, stored as common/endpoint.h's NormalizeEndpoint
+// gives it (tcp://HOST:PORT); the error says what is wrong with it.
+Status ReadEndpoint(const YAML::Node& node, const std::string& where, std::string* out);
+
 // One of `choices`; the error lists them.
 Status ReadChoice(const YAML::Node& node, const std::string& where, const std::vector<std::string>& choices,
                   std::string* out);

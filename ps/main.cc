@@ -43,14 +43,15 @@ int main(int argc, char** argv) {
       "hetps parameter server: holds a shard of the model's weights and applies the "
       "optimizer to the gradients trainers push.",
       "hetps-server");
-  app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
+  hetps::AddEndpointOption(app, "--scheduler", &options.scheduler,
+                           "Scheduler control endpoint, HOST:PORT or tcp://HOST:PORT")
       ->default_val(options.scheduler);
-  app.add_option("--bind", options.bind,
-                 "Endpoint to serve trainers on; port * picks a free port (use tcp://0.0.0.0:PORT "
-                 "to accept other machines)")
+  hetps::AddEndpointOption(app, "--bind", &options.bind,
+                           "Endpoint to serve trainers on; port * picks a free port (use 0.0.0.0:PORT "
+                           "to accept other machines)")
       ->default_val(options.bind);
-  app.add_option("--advertise", options.advertise,
-                 "Endpoint trainers should dial, when it differs from --bind (NAT, several NICs)");
+  hetps::AddEndpointOption(app, "--advertise", &options.advertise,
+                           "Endpoint trainers should dial, when it differs from --bind (NAT, several NICs)");
   app.add_option("--max-message-bytes", options.max_message_bytes,
                  "Largest frame accepted from a trainer; a larger one drops its connection")
       ->default_val(options.max_message_bytes)

@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-model-bytes", o.max_model_bytes,
                  "Largest model a trainer may register, in bytes of float32 parameters")
       ->check(CLI::Range(uint64_t{4}, uint64_t{1} << 40));
-  app.add_option("--listen", o.listen, "Control endpoint, e.g. tcp://0.0.0.0:7400");
+  hetps::AddEndpointOption(app, "--listen", &o.listen,
+                           "Control endpoint, HOST:PORT or tcp://HOST:PORT, e.g. 0.0.0.0:7400 (port *: any)");
   app.add_option("--http", o.http,
                  "Serve the status page, /status (JSON) and /metrics (Prometheus) on ADDR:PORT, e.g. "
                  "127.0.0.1:7480 (port 0: any; off: none); the job file's http.listen");

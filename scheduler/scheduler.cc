@@ -98,8 +98,9 @@ Status Scheduler::Start() {
   socket_ = MakeSocket(context_, zmq::socket_type::router, socket_options);
   auto bound = Bind(socket_, job_.listen);
   if (!bound.ok()) {
-    return Status::InvalidArgument(bound.status().message() +
-                                   " (is another scheduler using it? choose another with --listen)");
+    return Status(
+        bound.status().code(),
+        bound.status().message() + " (is another scheduler using it? choose another with --listen)");
   }
   endpoint_ = *bound;
   WarnIfExposed("the scheduler", endpoint_, job_.security.curve);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a whole hetps cluster on this machine (127.0.0.1): one scheduler, N servers and M
 # trainers, shows the scheduler's progress, and stops every process it started when the job
-# ends, when any of them fails, or on Ctrl-C. Logs go to a run directory.
+# ends, when any of them fails, or on Ctrl-C. Logs go to a run directory. At the start it prints
+# the scheduler's endpoint and the hetps-status command that shows the job's member table.
 #
 #   scripts/launch_local.sh [--config FILE] [options] [-- extra hetps-scheduler flags]
 #
@@ -63,7 +64,9 @@
 #                      times in all (default 3 with checkpoints, 0 without; a trainer's restart
 #                      needs no checkpoint: it joins the running job, and the others trained its
 #                      unfinished data meanwhile); past that the job stops as when restarts are
-#                      off. When the scheduler dies the job stops; continue it with --resume.
+#                      off. A member that exits 2 (a bad flag, job, data or model file) is not
+#                      restarted: the same command would fail the same way, so the job stops.
+#                      When the scheduler dies the job stops; continue it with --resume.
 #   --secure           encrypt and authenticate every connection with CURVE: generates a key pair
 #                      per process into RUN_DIR/keys and admits only those keys (and one named
 #                      `status`, for hetps-status; the command is printed at the start)
@@ -154,6 +157,7 @@ scheduler_pid=$!
 names[$scheduler_pid]=scheduler
 pids+=($scheduler_pid)
 wait_for_endpoint
+echo "$tool: scheduler at $endpoint"
 announce_status_page
 
 start_server() {  # start_server I

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <cstdlib>
 #include <thread>
 
@@ -14,7 +13,6 @@
 #include "common/logging.h"
 #include "security/member_curve.h"
 #include "trainer/data_cache.h"
-#include "trainer/device/torch_build.h"
 #include "trainer/model_fetcher.h"
 #include "trainer/trainer.h"
 
@@ -40,7 +38,8 @@ int main(int argc, char** argv) {
       "hetps trainer: computes gradients with LibTorch on its device, pushes them to the "
       "servers and pulls fresh weights.",
       "hetps-trainer");
-  app.add_option("--scheduler", options.scheduler, "Scheduler control endpoint")
+  hetps::AddEndpointOption(app, "--scheduler", &options.scheduler,
+                           "Scheduler control endpoint, HOST:PORT or tcp://HOST:PORT")
       ->default_val(options.scheduler);
   app.add_option("--device", options.device,
                  "Device: auto (CUDA, then MPS, then CPU), cpu, cuda, cuda:N, mps")
@@ -115,14 +114,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.1, 86400.0));
   hetps::MemberCurveFlags curve;
   hetps::AddMemberCurveFlags(app, "trainer", &curve);
-  bool version = false;
-  app.add_flag("--version", version, "Print hetps's version and the LibTorch it was built with, and exit");
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
-  if (version) {
-    std::printf("hetps-trainer %s, %s\n", HETPS_VERSION, hetps::TorchBuildDescription().c_str());
-    return 0;
-  }
   hetps::ApplyLogLevel(log_level);
   auto keys = hetps::LoadMemberCurve(curve);
   if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());

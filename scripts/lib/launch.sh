@@ -82,10 +82,13 @@ status_page_flags() {
   fi
   http_flags=(--http "$http" --http-url-file "$http_url_file")
 }
+# Also the hetps-status command that prints the member table, ready to paste into a terminal.
 announce_status_page() {
   [[ -s $http_url_file ]] && echo "$tool: status page on $(<"$http_url_file") (also status and metrics there)"
-  ((secure)) && echo "$tool: member table: $bin/hetps-status --scheduler $endpoint --curve-keys $keys --key-name status"
-  return 0
+  local command="$bin/hetps-status --scheduler $endpoint"
+  ((secure)) && command+=" --curve-keys $keys --key-name status"
+  echo "$tool: member table: $command"
+  echo "$tool: (with --watch it is redrawn in place until the job ends)"
 }
 
 require_binaries() {
@@ -254,10 +257,15 @@ watch_members() {
         status=$code
         break
       fi
-      # 3: the member left because the scheduler ended the job; the scheduler reports why. A
-      # restarted server takes the dead one's rank; a restarted trainer joins the running job
-      # (the others trained its unfinished data meanwhile).
-      if ((code != 0 && code != 3)) && [[ ${names[$pid]} == server-* || ${names[$pid]} == trainer-* ]] &&
+      # 3: the member left because the scheduler ended the job; the scheduler reports why. 2: a
+      # usage or configuration error (a bad flag, job, data or model file), which the same
+      # command would meet again. A restarted server takes the dead one's rank; a restarted
+      # trainer joins the running job (the others trained its unfinished data meanwhile).
+      if ((code == 2)) && [[ ${names[$pid]} == server-* || ${names[$pid]} == trainer-* ]] && ((max_restarts > 0)); then
+        echo "$tool: ${names[$pid]} stopped on an error that a restart cannot fix (exit 2: a bad flag, job," \
+          "data or model file); not restarting it" >&2
+      fi
+      if ((code != 0 && code != 2 && code != 3)) && [[ ${names[$pid]} == server-* || ${names[$pid]} == trainer-* ]] &&
          ((restarts < max_restarts)); then
         restarts=$((restarts + 1))
         echo "$tool: ${names[$pid]} died (exit $code); restarting it ($restarts of $max_restarts restarts)" >&2

@@ -27,6 +27,22 @@ CATCH_TEST_CASE("An unknown key names the file, the line and the key and lists t
   }
 }
 
+CATCH_TEST_CASE("An unknown key that looks like a typo is given the known key nearest to it",
+                "[common][job_config]") {
+  RequireRejected("epochs: 2\nepoch: 3\n",
+                  {"job.yaml:2: epoch: unknown key; did you mean epochs? known keys:"});
+  RequireRejected("optimizer:\n  name: sgd\n  momentun: 0.9\n",
+                  {"job.yaml:3: optimizer.momentun: unknown key; did you mean momentum?"});
+  RequireRejected("data:\n  format: csv\n  lable_column: 0\n",
+                  {"data.lable_column", "did you mean label_column?"});
+}
+
+CATCH_TEST_CASE("listen takes HOST:PORT as tcp:// and refuses a malformed endpoint", "[common][job_config]") {
+  CATCH_CHECK(testing::ParseOrFail("listen: 127.0.0.1:7500\n").listen == "tcp://127.0.0.1:7500");
+  RequireRejected("listen: 127.0.0.1\n", {"job.yaml:1: listen: '127.0.0.1' has no port"});
+  RequireRejected("listen: http://127.0.0.1:7400\n", {"job.yaml:1: listen", "unknown scheme 'http'"});
+}
+
 CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[common][job_config]") {
   struct Case {
     std::string yaml;
