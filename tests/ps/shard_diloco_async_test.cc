@@ -16,13 +16,7 @@ namespace {
 using namespace testing;  // NOLINT: the helpers of shard_wire.h
 
 std::unique_ptr<Shard> MakeAsyncShard(const ShardMap& map, double lr, double momentum, bool nesterov = true) {
-  return MakeShard(map, ConsistencyMode::kDiloco, [&](Shard::Options& o) {
-    o.optimizer = DefaultOuterOptimizer();
-    o.optimizer.lr = lr;
-    o.optimizer.momentum = momentum;
-    o.optimizer.nesterov = nesterov && momentum > 0;
-    o.diloco.async = true;
-  });
+  return MakeDilocoShard(map, lr, momentum, /*async=*/true, nesterov);
 }
 
 std::vector<double> Mean(const Floats& a, const Floats& b) {
@@ -121,10 +115,13 @@ CATCH_TEST_CASE("A checkpoint of async diloco keeps the momentum and the pushes 
   }
   Shard::Snapshot snapshot;
   bool taken = false;
-  CATCH_REQUIRE(first->TakeSnapshot(std::nullopt, [&](Shard::Snapshot& s) {
-    snapshot = std::move(s);
-    taken = true;
-  }).ok());
+  CATCH_REQUIRE(first
+                    ->TakeSnapshot(std::nullopt,
+                                   [&](Shard::Snapshot& s) {
+                                     snapshot = std::move(s);
+                                     taken = true;
+                                   })
+                    .ok());
   first->workers().Flush();
   CATCH_REQUIRE(taken);
   auto resumed = MakeAsyncShard(map, 0.7, 0.9);

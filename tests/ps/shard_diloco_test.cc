@@ -36,16 +36,6 @@ std::vector<double> Combined(const std::vector<RoundPart>& parts) {
   return combined;
 }
 
-std::unique_ptr<Shard> MakeDilocoShard(const ShardMap& map, double lr, double momentum) {
-  return MakeShard(map, ConsistencyMode::kDiloco, [&](Shard::Options& o) {
-    o.optimizer = DefaultOuterOptimizer();
-    o.optimizer.lr = lr;
-    o.optimizer.momentum = momentum;
-    o.optimizer.nesterov = momentum > 0;
-    o.global_batch_size = 64;  // not used in diloco: every round is one outer step
-  });
-}
-
 const Floats kInitial = Ramp(0.5f, 0.25f);
 
 }  // namespace

@@ -49,6 +49,20 @@ inline std::unique_ptr<Shard> MakeShard(const ShardMap& map, ConsistencyMode mod
   return std::move(*shard);
 }
 
+// Mode diloco, the outer optimizer SGD at `lr` (with Nesterov momentum when `nesterov` and
+// `momentum` > 0); `async`: asynchronous rounds (Delayed Nesterov).
+inline std::unique_ptr<Shard> MakeDilocoShard(const ShardMap& map, double lr, double momentum,
+                                              bool async = false, bool nesterov = true) {
+  return MakeShard(map, ConsistencyMode::kDiloco, [&](Shard::Options& o) {
+    o.optimizer = DefaultOuterOptimizer();
+    o.optimizer.lr = lr;
+    o.optimizer.momentum = momentum;
+    o.optimizer.nesterov = nesterov && momentum > 0;
+    o.global_batch_size = 64;  // not used in diloco: every round is one outer step
+    o.diloco.async = async;
+  });
+}
+
 inline Floats Ramp(float start, float step, size_t length = kLength) {
   Floats values(length);
   for (size_t i = 0; i < length; ++i) values[i] = start + step * static_cast<float>(i);
