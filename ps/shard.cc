@@ -448,113 +448,6 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   return Status::Ok();
 }
 
-bool Shard::RoundComplete(const Slot& slot) const {
-  if (slot.pushed.empty()) return false;
-  const bool automatic = options_.mode == ConsistencyMode::kAuto;
-  for (uint32_t t : live_trainers_) {
-    if (auto from = from_clocks_.find(t); from != from_clocks_.end() && from->second > slot.round) continue;
-    if (automatic) {
-      auto clock = clocks_.find(t);
-      if (clock != clocks_.end() && clock->second.idle) continue;  // out of data: not in the round
-    }
-    if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return false;
-  }
-  return true;
-}
-
-void Shard::CompleteRoundIfReady(Slot& slot) {
-  if (!RoundComplete(slot)) return;
-  float mean_scale = slot.round_samples == 0 ? 0.0f : 1.0f / static_cast<float>(slot.round_samples);
-  if (RuleAt(slot.round).mode == ConsistencyMode::kDiloco && slot.round_samples > 0) {
-    // FedNova: the per-step mean, sum_t(b_t / tau_t * d_t) / N, times the round's mean inner
-    // steps, sum_t(b_t * tau_t) / N.
-    const double samples = static_cast<double>(slot.round_samples);
-    mean_scale = static_cast<float>(slot.round_step_samples / (samples * samples));
-  }
-  CloseRound(slot, slot.sum.data(), wire::DType::F32, mean_scale, nullptr);
-}
-
-void Shard::CloseRound(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, Frames keep) {
-  RoundApply& apply = round_applies_[slot.round];
-  if (!apply.tally) apply.tally = std::make_shared<ApplyTally>();
-  if (slot.round_samples > 0) {
-    // The mean gradient of the round; a round short of the global batch (trainers running out
-    // of data at the end of an epoch) is that share of a step, so that no sample counts for more.
-    const bool diloco = RuleAt(slot.round).mode == ConsistencyMode::kDiloco;
-    const float share = options_.global_batch_size == 0 || diloco
-                            ? 1.0f
-                            : static_cast<float>(slot.round_samples) / options_.global_batch_size;
-    PostStep(slot, grad, dtype, grad_scale, share, Optimizer::Share::kRound, std::move(keep), apply.tally,
-             slot.round_samples, /*outer=*/diloco && outer_ != nullptr);
-  }
-  if (++apply.closed == slots_.size()) {
-    EndApply(*apply.tally);
-    round_applies_.erase(slot.round);
-  }
-  slot.last_round_samples = slot.round_samples;
-  slot.round_samples = 0;
-  slot.round_step_samples = 0;
-  slot.pushed.clear();
-  ++slot.round;
-  if (snapshot_) SnapshotIfDue(slot);
-}
-
-void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
-                     Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
-                     uint64_t samples, bool outer) {
-  const double lr = ScheduledStepLr(slot, outer);
-  slot.schedule_samples += samples;
-  ++slot.version;
-  // The outer optimizer counts its own steps (Adam's bias correction starts at its first round).
-  const auto step = static_cast<int64_t>(outer ? ++slot.outer_steps : slot.version);
-  Slot* stepping = &slot;
-  tally->steps.fetch_add(1, std::memory_order_relaxed);
-  tally->open.fetch_add(1, std::memory_order_relaxed);
-  workers_->Post(
-      slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, lr, keep, tally, outer] {
-        const auto start = std::chrono::steady_clock::now();
-        const size_t n = stepping->info->length;
-        // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
-        const float* values = static_cast<const float*>(grad);
-        if (dtype != wire::DType::F32) {
-          std::vector<float>& scratch = scratch_[stepping->owner];
-          scratch.resize(n);
-          UnpackFloats(grad, n, dtype, scratch.data());
-          values = scratch.data();
-        }
-        Optimizer& optimizer = outer ? *outer_ : *optimizer_;
-        float* state = outer ? stepping->outer_state.data() : stepping->state.data();
-        optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share,
-                        outer ? -1.0 : lr);
-        const auto took =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-        tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
-        if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
-      });
-}
-
-double Shard::ScheduledStepLr(const Slot& slot, bool outer) const {
-  const OptimizerOptions& o = options_.optimizer;
-  if (outer || options_.mode == ConsistencyMode::kDiloco || !LrScheduleEnabled(o.schedule)) return -1;
-  // In steps of the global batch, so a push of a share of it (async, ssp) or a short round is
-  // that share of a step, whichever way the trainers split the batch.
-  const double steps = options_.global_batch_size == 0
-                           ? static_cast<double>(slot.version)
-                           : static_cast<double>(slot.schedule_samples) / options_.global_batch_size;
-  return ScheduledLr(o.schedule, o.lr, steps);
-}
-
-void Shard::EndApply(ApplyTally& tally) {
-  if (tally.open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(tally);
-}
-
-void Shard::RecordApply(const ApplyTally& tally) {
-  if (tally.steps.load(std::memory_order_relaxed) == 0) return;  // a round without samples: no step
-  const double seconds = static_cast<double>(tally.nanoseconds.load(std::memory_order_relaxed)) * 1e-9;
-  std::lock_guard<std::mutex> lock(apply_mutex_);
-  apply_seconds_.Observe(seconds);
-}
-
 Shard::Stats Shard::stats() const {
   Stats stats;
   stats.pushes = pushes_;
@@ -571,13 +464,6 @@ Shard::Stats Shard::stats() const {
   std::lock_guard<std::mutex> lock(apply_mutex_);
   stats.apply_seconds = apply_seconds_;
   return stats;
-}
-
-uint64_t Shard::CompletedRounds() const {
-  if (slots_.empty()) return 0;
-  uint64_t fewest = slots_.front().round;
-  for (const Slot& slot : slots_) fewest = std::min(fewest, slot.round);
-  return fewest;
 }
 
 int Shard::state_slots() const {
