@@ -288,6 +288,8 @@ class Shard {
   void PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad_scale, float lr_scale,
                 Optimizer::Share share, Frames keep, const std::shared_ptr<ApplyTally>& tally,
                 uint64_t samples, bool outer = false);
+  // Queues `step` on `slot`'s owner as one of `tally`'s steps, its seconds added to the tally.
+  void PostTimed(Slot& slot, const std::shared_ptr<ApplyTally>& tally, std::function<void()> step);
   // Async diloco (shard_async_rounds.cc): queues on the owner the Delayed Nesterov step of one
   // push's pseudo-gradient, `grad` (elements of `dtype`, an int8 frame's integers times `scale`).
   void PostDelayedStep(Slot& slot, const void* grad, wire::DType dtype, float scale, Frames keep,

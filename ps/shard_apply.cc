@@ -17,29 +17,34 @@ void Shard::PostStep(Slot& slot, const void* grad, wire::DType dtype, float grad
   // The outer optimizer counts its own steps (Adam's bias correction starts at its first round).
   const auto step = static_cast<int64_t>(outer ? ++slot.outer_steps : slot.version);
   Slot* stepping = &slot;
+  PostTimed(slot, tally, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, lr, keep, outer] {
+    const size_t n = stepping->info->length;
+    // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
+    const float* values = static_cast<const float*>(grad);
+    if (dtype != wire::DType::F32) {
+      std::vector<float>& scratch = scratch_[stepping->owner];
+      scratch.resize(n);
+      UnpackFloats(grad, n, dtype, scratch.data());
+      values = scratch.data();
+    }
+    Optimizer& optimizer = outer ? *outer_ : *optimizer_;
+    float* state = outer ? stepping->outer_state.data() : stepping->state.data();
+    optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share,
+                    outer ? -1.0 : lr);
+  });
+}
+
+void Shard::PostTimed(Slot& slot, const std::shared_ptr<ApplyTally>& tally, std::function<void()> step) {
   tally->steps.fetch_add(1, std::memory_order_relaxed);
   tally->open.fetch_add(1, std::memory_order_relaxed);
-  workers_->Post(
-      slot.owner, [this, stepping, grad, dtype, grad_scale, lr_scale, share, step, lr, keep, tally, outer] {
-        const auto start = std::chrono::steady_clock::now();
-        const size_t n = stepping->info->length;
-        // float32 gradients are read in place; 16-bit ones are widened once into the owner's scratch.
-        const float* values = static_cast<const float*>(grad);
-        if (dtype != wire::DType::F32) {
-          std::vector<float>& scratch = scratch_[stepping->owner];
-          scratch.resize(n);
-          UnpackFloats(grad, n, dtype, scratch.data());
-          values = scratch.data();
-        }
-        Optimizer& optimizer = outer ? *outer_ : *optimizer_;
-        float* state = outer ? stepping->outer_state.data() : stepping->state.data();
-        optimizer.Apply(stepping->weights.get(), values, grad_scale, state, n, step, lr_scale, share,
-                        outer ? -1.0 : lr);
-        const auto took =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-        tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
-        if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
-      });
+  workers_->Post(slot.owner, [this, tally, step = std::move(step)] {
+    const auto start = std::chrono::steady_clock::now();
+    step();
+    const auto took =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
+    if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
+  });
 }
 
 double Shard::ScheduledStepLr(const Slot& slot, bool outer) const {

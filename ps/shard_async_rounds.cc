@@ -3,7 +3,6 @@
 // trainers. Part of the Shard class (ps/shard.h), called on the I/O thread like the rest; the
 // steps run on the partitions' owners.
 #include <algorithm>
-#include <chrono>
 
 #include "common/dtype.h"
 #include "ps/shard.h"
@@ -20,20 +19,13 @@ void Shard::PostDelayedStep(Slot& slot, const void* grad, wire::DType dtype, flo
   const bool refresh = slot.version % trainers == 0;
   const float share = 1.0f / static_cast<float>(trainers);
   Slot* stepping = &slot;
-  tally->steps.fetch_add(1, std::memory_order_relaxed);
-  tally->open.fetch_add(1, std::memory_order_relaxed);
-  workers_->Post(slot.owner, [this, stepping, grad, dtype, scale, share, refresh, keep, tally] {
-    const auto start = std::chrono::steady_clock::now();
+  PostTimed(slot, tally, [this, stepping, grad, dtype, scale, share, refresh, keep] {
     const size_t n = stepping->info->length;
     // Widened (and an int8 frame scaled) once into the owner's scratch.
     std::vector<float>& scratch = scratch_[stepping->owner];
     scratch.resize(n);
     ScaleInto(grad, n, dtype, scale, /*assign=*/true, scratch.data());
     delayed_->Apply(stepping->weights.get(), scratch.data(), share, stepping->state.data(), n, refresh);
-    const auto took =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
-    tally->nanoseconds.fetch_add(took.count(), std::memory_order_relaxed);
-    if (tally->open.fetch_sub(1, std::memory_order_acq_rel) == 1) RecordApply(*tally);
   });
 }
 
