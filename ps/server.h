@@ -109,6 +109,7 @@ class Server {
   Status ApplyMembership(const wire::Membership& membership);
   // Hands the live trainers to the shard and drops the pulls of trainers that left.
   void UpdateShardTrainers();
+  // The scheduler's shard map, and the Shard built from it (server_shard_map.cc).
   Status HandleShardMap(const Message& message);
   // Refuses `message`: counts it under `why`, logs it (sparsely under a flood) and answers an
   // Error to its sender.

@@ -265,6 +265,7 @@ class Shard {
   // Frames must hold elements of `dtype`, one per partition listed.
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
                      bool allow_empty, wire::DType dtype) const;
+  // ---- Rounds (shard_rounds.cc) and optimizer steps (shard_apply.cc) ----
   // Whether every live trainer has pushed the open round (and someone has).
   bool RoundComplete(const Slot& slot) const;
   void CompleteRoundIfReady(Slot& slot);
