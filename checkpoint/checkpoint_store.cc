@@ -132,27 +132,20 @@ Status CheckpointStore::Prune(uint32_t keep) {
   return Status::Ok();
 }
 
-Result<Manifest> LoadManifest(FileSystem& fs, const std::string& path, std::string* checkpoint_dir) {
-  std::string dir = path;
-  if (!fs.Exists(JoinPath(dir, CheckpointStore::kManifestName))) {
-    auto committed = ListIds(fs, path, /*committed_only=*/true);
-    if (!committed.ok()) return committed.status();
-    if (committed->empty()) {
-      return Status::NotFound("no committed checkpoint in " + path + " (no " + kPrefix +
-                              "*/manifest.json there)");
-    }
-    dir = CheckpointStore(fs, path).PathOf(committed->back());
-  }
-  if (checkpoint_dir != nullptr) *checkpoint_dir = dir;
+namespace {
+
+Result<Manifest> ReadManifest(FileSystem& fs, const std::string& dir) {
   const std::string manifest_path = JoinPath(dir, CheckpointStore::kManifestName);
   auto text = fs.ReadFile(manifest_path);
   if (!text.ok()) return text.status();
   return Manifest::Parse(*text, manifest_path);
 }
 
-Result<LoadedCheckpoint> LoadCheckpoint(FileSystem& fs, const std::string& path) {
+// The checkpoint in directory `dir` (holding its manifest), read and verified whole.
+Result<LoadedCheckpoint> LoadOne(FileSystem& fs, const std::string& dir) {
   LoadedCheckpoint loaded;
-  auto manifest = LoadManifest(fs, path, &loaded.path);
+  loaded.path = dir;
+  auto manifest = ReadManifest(fs, dir);
   if (!manifest.ok()) return manifest.status();
   loaded.manifest = std::move(*manifest);
   const Manifest& m = loaded.manifest;
@@ -179,6 +172,46 @@ Result<LoadedCheckpoint> LoadCheckpoint(FileSystem& fs, const std::string& path)
     loaded.files.push_back(std::move(*file));
   }
   return loaded;
+}
+
+}  // namespace
+
+Result<LoadedCheckpoint> LoadCheckpoint(FileSystem& fs, const std::string& path) {
+  if (fs.Exists(JoinPath(path, CheckpointStore::kManifestName))) return LoadOne(fs, path);
+  auto committed = ListIds(fs, path, /*committed_only=*/true);
+  if (!committed.ok()) return committed.status();
+  if (committed->empty()) {
+    return Status::NotFound("no committed checkpoint in " + path + " (no " + kPrefix +
+                            "*/manifest.json there)");
+  }
+  std::vector<std::string> skipped;
+  for (auto id = committed->rbegin(); id != committed->rend(); ++id) {
+    auto loaded = LoadOne(fs, CheckpointStore(fs, path).PathOf(*id));
+    if (loaded.ok()) {
+      loaded->skipped = std::move(skipped);
+      return loaded;
+    }
+    // Damage is skipped; a file system that fails is not: it would fail for the older ones too.
+    if (loaded.status().code() != Status::Code::kInvalidArgument) return loaded.status();
+    skipped.push_back(loaded.status().message());
+  }
+  std::string reasons;
+  for (const std::string& why : skipped) reasons += (reasons.empty() ? "" : "; ") + why;
+  return Status::InvalidArgument("no intact checkpoint in " + path + " (" + std::to_string(skipped.size()) +
+                                 " committed, every one damaged): " + reasons);
+}
+
+Result<Manifest> LoadManifest(FileSystem& fs, const std::string& path, std::string* checkpoint_dir) {
+  std::string dir = path;
+  if (!fs.Exists(JoinPath(dir, CheckpointStore::kManifestName))) {
+    // The checkpoint LoadCheckpoint takes: the newest intact one, verified whole.
+    auto loaded = LoadCheckpoint(fs, path);
+    if (!loaded.ok()) return loaded.status();
+    if (checkpoint_dir != nullptr) *checkpoint_dir = loaded->path;
+    return std::move(loaded->manifest);
+  }
+  if (checkpoint_dir != nullptr) *checkpoint_dir = dir;
+  return ReadManifest(fs, dir);
 }
 
 }  // namespace hetps

@@ -5,7 +5,8 @@
 //   DIR/checkpoint-000012/manifest.json          written last, atomically: the commit point
 //
 // A checkpoint without its manifest was never committed (a crash during its write) and is
-// ignored; a committed one whose manifest or files are damaged is refused, never loaded in part.
+// ignored; a committed one whose manifest or files are damaged is refused, never loaded in part,
+// and a store's newest intact checkpoint is taken instead.
 // Ids grow across restarts of the job. Pruning keeps the newest `keep` committed checkpoints.
 //
 // Not thread-safe: one thread (the scheduler's checkpoint writer, or a tool) uses a store at a
@@ -63,17 +64,22 @@ struct LoadedCheckpoint {
   std::string path;  // its directory
   Manifest manifest;
   std::vector<SafetensorsFile> files;  // by server rank
+  // From a store's directory: why each newer committed checkpoint was passed over, newest first.
+  std::vector<std::string> skipped;
 };
 
 // Loads the checkpoint at `path`: either a checkpoint's own directory (holding manifest.json) or
-// a store's directory, whose newest committed checkpoint is taken. Every server file must have
+// a store's directory, whose newest committed checkpoint that is intact is taken (the damaged
+// newer ones are listed in `skipped`, with why). Every server file must have
 // the size and CRC-32 the manifest gives, parse as safetensors, carry the checkpoint's id and its
 // rank in its metadata, and hold a float32 tensor for each partition the manifest gives its rank.
 // NotFound when there is no committed checkpoint; InvalidArgument naming the file and the problem
-// for anything damaged or inconsistent.
+// for anything damaged or inconsistent (in a store: when every committed checkpoint is, each
+// named with its problem).
 Result<LoadedCheckpoint> LoadCheckpoint(FileSystem& fs, const std::string& path);
 
-// The manifest alone, of a checkpoint directory or of a store's newest committed checkpoint.
+// The manifest alone, of a checkpoint directory, or of the checkpoint LoadCheckpoint takes from a
+// store's directory (which it verifies whole to choose it).
 Result<Manifest> LoadManifest(FileSystem& fs, const std::string& path, std::string* checkpoint_dir = nullptr);
 
 }  // namespace hetps

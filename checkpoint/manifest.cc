@@ -16,6 +16,37 @@ using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "hetps-checkpoint";
+constexpr const char* kChecksumKey = "manifest_crc32";
+
+// The checksum of a manifest's fields other than its checksum: CRC-32 of their compact JSON, in
+// the order written (which parsing into an ordered object keeps, whatever the whitespace).
+uint32_t ContentChecksum(const OrderedJson& fields) {
+  const std::string compact = fields.dump();
+  return Crc32(compact.data(), compact.size());
+}
+
+// Format 2: the manifest's `manifest_crc32` equals the checksum of the rest of it.
+Status CheckContent(const std::string& text, const std::string& source) {
+  OrderedJson ordered;
+  std::string actual;
+  std::string recorded;
+  try {
+    ordered = OrderedJson::parse(text);
+    if (!ordered.contains(kChecksumKey) || !ordered[kChecksumKey].is_string()) {
+      return Status::InvalidArgument(source + ": " + kChecksumKey + ": missing");
+    }
+    recorded = ordered[kChecksumKey].get<std::string>();
+    ordered.erase(kChecksumKey);
+    actual = FormatCrc32(ContentChecksum(ordered));
+  } catch (const OrderedJson::exception& e) {
+    return Status::InvalidArgument(source + ": not valid JSON: " + e.what());
+  }
+  if (actual != recorded) {
+    return Status::InvalidArgument(source + ": its content's checksum " + actual + " differs from the " +
+                                   recorded + " it records (corrupt)");
+  }
+  return Status::Ok();
+}
 
 // Reads typed fields of the manifest's JSON, naming the file and the field in every error.
 class FieldReader {
@@ -236,6 +267,7 @@ std::string Manifest::ToJson() const {
   }
   j["files"] = files_json;
   j["job"] = job_yaml;
+  j[kChecksumKey] = FormatCrc32(ContentChecksum(j));
   return j.dump(1) + "\n";
 }
 
@@ -253,7 +285,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& sou
   if (format != kFormat) return r.Fail("format", "'" + format + "' is not " + kFormat);
   int version = 0;
   HETPS_RETURN_IF_ERROR(r.Unsigned(root, "", "format_version", &version));
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != 1) {
     return r.Fail("format_version", std::to_string(version) + " is not supported (this build reads " +
                                         std::to_string(kFormatVersion) + ")");
   }
@@ -270,6 +302,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& sou
   HETPS_RETURN_IF_ERROR(ParseModel(r, root, &m));
   HETPS_RETURN_IF_ERROR(ParseData(r, root, &m.data));
   HETPS_RETURN_IF_ERROR(ParseFiles(r, root, &m));
+  if (version >= 2) HETPS_RETURN_IF_ERROR(CheckContent(text, source));
   return m;
 }
 

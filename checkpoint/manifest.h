@@ -44,7 +44,9 @@ struct ServerFile {
 };
 
 struct Manifest {
-  static constexpr int kFormatVersion = 1;
+  // 2: the manifest carries its own checksum (`manifest_crc32`, over the rest of it, the job's
+  // text included); 1, without one, is still read.
+  static constexpr int kFormatVersion = 2;
 
   uint64_t id = 0;
   std::string created_utc;  // "2026-11-24T10:11:12Z"
@@ -62,7 +64,9 @@ struct Manifest {
 
   std::string ToJson() const;
   // InvalidArgument "<source>: <field>: <what is wrong>" for anything missing, mistyped or
-  // inconsistent (partitions that do not tile the tensors, a file per rank, ...).
+  // inconsistent (partitions that do not tile the tensors, a file per rank, ...), and, the
+  // fields being well-formed, for a manifest whose content differs from its checksum (a flipped
+  // bit in a number or in the job's text).
   static Result<Manifest> Parse(const std::string& text, const std::string& source);
 };
 

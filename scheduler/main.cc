@@ -261,6 +261,7 @@ int main(int argc, char** argv) {
     if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
     job = std::move(*loaded);
   }
+  std::string resume_from;
   if (!resume.empty()) {
     // Read and verified whole now (sizes, checksums, every partition), so that a damaged
     // checkpoint is refused before any member is started; the servers get it later.
@@ -268,6 +269,10 @@ int main(int argc, char** argv) {
     if (!checkpoint.ok())
       return hetps::FatalError("hetps-scheduler", checkpoint.status().WithContext("--resume"));
     const std::string checkpoint_dir = checkpoint->path;
+    for (const std::string& why : checkpoint->skipped) {
+      HETPS_LOG(WARNING) << "--resume: passed over a damaged checkpoint: " << why;
+    }
+    resume_from = checkpoint_dir;
     auto loaded = hetps::ParseJobYaml(checkpoint->manifest.job_yaml, checkpoint_dir + "/manifest.json (job)");
     if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
     job = std::move(*loaded);
@@ -288,7 +293,7 @@ int main(int argc, char** argv) {
   options.progress_in_place = progress == "auto" && hetps::IsTerminal(stdout);
   options.endpoint_file = endpoint_file;
   options.stop = &g_stop;
-  options.resume = resume;
+  options.resume = resume_from;  // the checkpoint chosen above, not the newest one then
   if (!job.data.format.empty() || job.data.serve) {
     // The built-in data set, served: its files under --data-dir (default: where Debian puts them).
     const hetps::DataOptions data =

@@ -123,6 +123,16 @@ Status Scheduler::SendRestores(uint64_t* samples_at_checkpoint) {
   std::optional<LoadedCheckpoint> checkpoint;
   if (!restorable_checkpoint_.empty()) {
     auto loaded = LoadCheckpoint(fs_, restorable_checkpoint_);
+    if (!loaded.ok() && loaded.status().code() == Status::Code::kInvalidArgument &&
+        !job_.checkpoint.dir.empty()) {
+      // Damaged since it was written: the newest intact one of the job's directory instead.
+      HETPS_LOG(WARNING) << "cannot restore " << restorable_checkpoint_ << ": " << loaded.status().message()
+                         << "; looking for an older intact checkpoint in " << job_.checkpoint.dir;
+      loaded = LoadCheckpoint(fs_, job_.checkpoint.dir);
+      if (loaded.ok()) {
+        for (const std::string& why : loaded->skipped) HETPS_LOG(WARNING) << "passed over: " << why;
+      }
+    }
     if (!loaded.ok()) return loaded.status();
     HETPS_RETURN_IF_ERROR(CheckSameJob(loaded->manifest, shard_map_->tensors(), shard_map_->partitions()));
     checkpoint = std::move(*loaded);

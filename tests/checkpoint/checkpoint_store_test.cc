@@ -200,6 +200,90 @@ CATCH_TEST_CASE("Damaged checkpoints are refused, naming the file and what is wr
   CATCH_CHECK(Contains(message, "not server 1's"));
 }
 
+CATCH_TEST_CASE("The newest intact checkpoint of a store is taken, and the damaged newer ones are named",
+                "[checkpoint][store]") {
+  testing::TempDir dir("store-fallback");
+  testing::SmallCheckpoint f;
+  CheckpointStore store(PosixFileSystem(), dir.path());
+  for (uint64_t id : {1, 2, 3}) CATCH_REQUIRE(Write(PosixFileSystem(), dir.path(), id, f, 10.0f * id).ok());
+  auto put = [](const std::string& path, const std::string& content) {
+    CATCH_REQUIRE(WriteFileAtomically(PosixFileSystem(), path, content).ok());
+  };
+  // Checkpoint 3: one flipped bit in a server file; checkpoint 2: in its manifest's job text.
+  const std::string server0 = store.PathOf(3) + "/server-0.safetensors";
+  std::string file = *PosixFileSystem().ReadFile(server0);
+  file[file.size() - 2] ^= 0x01;
+  put(server0, file);
+  const std::string manifest2 = store.PathOf(2) + "/manifest.json";
+  std::string text = *PosixFileSystem().ReadFile(manifest2);
+  const size_t at = text.find("model: test");
+  CATCH_REQUIRE(at != std::string::npos);
+  text[at] ^= 0x20;  // "Model: test": still well-formed
+  put(manifest2, text);
+
+  auto loaded = LoadCheckpoint(PosixFileSystem(), dir.path());
+  CATCH_REQUIRE(loaded.ok());
+  CATCH_CHECK(loaded->manifest.id == 1);
+  CATCH_CHECK(f.WeightOf(*loaded, 0) == 10.0f);
+  CATCH_REQUIRE(loaded->skipped.size() == 2);
+  CATCH_CHECK(Contains(loaded->skipped[0], server0));
+  CATCH_CHECK(Contains(loaded->skipped[0], "checksum"));
+  CATCH_CHECK(Contains(loaded->skipped[1], manifest2));
+  CATCH_CHECK(Contains(loaded->skipped[1], "differs from the"));
+  // The manifest alone comes from the same checkpoint.
+  std::string chosen;
+  auto manifest = LoadManifest(PosixFileSystem(), dir.path(), &chosen);
+  CATCH_REQUIRE(manifest.ok());
+  CATCH_CHECK(manifest->id == 1);
+  CATCH_CHECK(chosen == store.PathOf(1));
+  // A checkpoint named by its own directory is that one or nothing.
+  auto named = LoadCheckpoint(PosixFileSystem(), store.PathOf(3));
+  CATCH_CHECK(named.status().code() == Status::Code::kInvalidArgument);
+  // Every one damaged: refused, naming each.
+  CATCH_REQUIRE(PosixFileSystem().RemoveFile(store.PathOf(1) + "/server-1.safetensors").ok());
+  auto none = LoadCheckpoint(PosixFileSystem(), dir.path());
+  CATCH_REQUIRE_FALSE(none.ok());
+  CATCH_CHECK(Contains(none.status().message(), "no intact checkpoint in " + dir.path() + " (3 committed"));
+  CATCH_CHECK(Contains(none.status().message(), "server-1.safetensors"));
+  CATCH_CHECK(Contains(none.status().message(), manifest2));
+}
+
+CATCH_TEST_CASE("A manifest's checksum covers every field and the job's text, not its layout",
+                "[checkpoint][manifest]") {
+  testing::SmallCheckpoint f;
+  Manifest m = f.MakeManifest();
+  m.id = 4;
+  m.files = {{0, "server-0.safetensors", 10, 0xabcdef01, 7, 7}, {1, "server-1.safetensors", 12, 2, 7, 7}};
+  m.job_yaml = "model: mlp\noptimizer: {name: sgd, lr: 0.05}\n";
+  const std::string good = m.ToJson();
+  CATCH_CHECK(Contains(good, "\"manifest_crc32\": \"crc32:"));
+  CATCH_REQUIRE(Manifest::Parse(good, "m.json").ok());
+  auto changed = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    CATCH_REQUIRE(at != std::string::npos);
+    text.replace(at, from.size(), to);
+    return Manifest::Parse(text, "m.json").status();
+  };
+  // lr 0.05 became 8.05: a flipped bit a resumed job would have trained with.
+  const Status lr = changed("lr: 0.05", "lr: 8.05");
+  CATCH_CHECK(lr.code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(Contains(lr.message(), "m.json: its content's checksum"));
+  CATCH_CHECK(Contains(lr.message(), "(corrupt)"));
+  CATCH_CHECK_FALSE(changed("\"round\": 7", "\"round\": 6").ok());
+  CATCH_CHECK(Contains(changed("\"manifest_crc32\"", "\"crc\"").message(), "manifest_crc32: missing"));
+  // Whitespace is not content.
+  CATCH_CHECK(changed("\n \"id\": 4", "\n\n    \"id\":   4").ok());
+  // A manifest of format 1, which had no checksum, is still read.
+  std::string old_format = good;
+  old_format.replace(old_format.find("\"format_version\": 2"), 19, "\"format_version\": 1");
+  old_format.erase(old_format.find(",\n \"manifest_crc32\""), std::string::npos);
+  old_format += "\n}\n";
+  auto read = Manifest::Parse(old_format, "old.json");
+  CATCH_INFO(read.status().ToString());
+  CATCH_CHECK(read.ok());
+}
+
 CATCH_TEST_CASE("A manifest with missing or mistyped fields is refused, naming the field",
                 "[checkpoint][manifest]") {
   testing::SmallCheckpoint f;
@@ -226,7 +310,7 @@ CATCH_TEST_CASE("A manifest with missing or mistyped fields is refused, naming t
   CATCH_CHECK(Contains(error(good, "crc32:abcdef01", "crc32:xyz"), "files[0].crc32"));
   CATCH_CHECK(Contains(error(good, "\"server-0.safetensors\"", "\"../x\""), "files[0].file"));
   CATCH_CHECK(Contains(error(good, "\"hetps-checkpoint\"", "\"other\""), "format"));
-  CATCH_CHECK(Contains(error(good, "\"format_version\": 1", "\"format_version\": 9"), "not supported"));
+  CATCH_CHECK(Contains(error(good, "\"format_version\": 2", "\"format_version\": 9"), "not supported"));
   CATCH_CHECK(Contains(error(good, "\"servers\": 2", "\"servers\": 3"), "lists 2 files for 3 servers"));
 }
 
