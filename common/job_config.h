@@ -29,7 +29,6 @@ enum class AsyncBatch { kShare, kWhole };
 // optimizer (docs/modes.md, "diloco").
 enum class ConsistencyMode { kSync, kAsync, kSsp, kAuto, kDiloco };
 
-
 // The training loss of a TorchScript model (built-in models train with cross entropy):
 // cross_entropy and nll take class labels and outputs [B, C] (logits, and log-probabilities for
 // nll); mse takes the label as a float target and an output [B] or [B, 1].
@@ -214,6 +213,9 @@ struct JobOptions {
   uint32_t request_timeout_ms = 120000;          // a trainer gives up on a server silent this long
                                                  // (100 ms .. 1 day)
   uint32_t progress_interval_ms = 1000;          // how often trainers report, and the display redraws
+  uint32_t nonfinite_limit = 10;                 // a trainer whose steps the servers left out this
+                                                 // many times in a row (NaN or Inf gradients) is
+                                                 // dropped from the job; 0: never
   CheckpointOptions checkpoint;                  // checkpoints, and recovery from a lost server
   std::string model_out;                         // write the trained model here (safetensors) at
                                                  // the end; empty: not written
@@ -270,5 +272,9 @@ uint32_t EvenBatchShare(uint32_t global_batch, uint32_t trainers, uint32_t rank)
 // steps take all of `global_batch` (docs/modes.md).
 uint32_t UnbalancedBatch(ConsistencyMode mode, AsyncBatch async_batch, uint32_t global_batch,
                          uint32_t trainers, uint32_t rank);
+
+// The most local steps a trainer takes between pushes (hetps-trainer --local-steps): a push in
+// async or ssp carries at most this many global batches.
+constexpr uint32_t kMaxLocalSteps = 1024;
 
 }  // namespace hetps

@@ -93,6 +93,9 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"join_timeout_s", u32(&o->join_timeout_s, 1, 86400)},
       {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxRequestTimeoutMs)},
       {"progress_interval_ms", u32(&o->progress_interval_ms, 10, 3600000)},
+      {"nonfinite_limit", u32(&o->nonfinite_limit, 0, 1u << 30)},
+      // The same as checkpoint.keep, at the top level.
+      {"checkpoint_keep", u32(&o->checkpoint.keep, 1, 1000000)},
       {"checkpoint", [o, source](const YAML::Node& n,
                                  const std::string&) { return ReadCheckpoint(n, source, &o->checkpoint); }},
       {"model_out",

@@ -18,6 +18,8 @@ const char* RefusalName(Refusal reason) {
       return "unexpected";
     case Refusal::Invalid:
       return "invalid";
+    case Refusal::NonFinite:
+      return "nonfinite";
   }
   return "unknown";
 }

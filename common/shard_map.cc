@@ -131,6 +131,27 @@ Status CompareSignatures(const std::vector<TensorInfo>& expected, const std::vec
   return Status::Ok();
 }
 
+Status CheckSignatureClaims(const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs,
+                            size_t message_bytes) {
+  if (specs.size() > kMaxTensors) {
+    return Status::ResourceExhausted("the model lists " + std::to_string(specs.size()) +
+                                     " parameter tensors; at most " + std::to_string(kMaxTensors) +
+                                     " are allowed");
+  }
+  uint64_t claimed = 0;
+  for (const wire::TensorSpec* spec : specs) {
+    claimed += spec->name() == nullptr ? 0 : spec->name()->size();
+    claimed += spec->shape() == nullptr ? 0 : uint64_t{8} * spec->shape()->size();
+    if (claimed > message_bytes) {
+      return Status::InvalidArgument("the model's " + std::to_string(specs.size()) +
+                                     " tensors claim more bytes of names and shapes than the " +
+                                     std::to_string(message_bytes) +
+                                     "-byte message holds (its tensor list repeats shared entries)");
+    }
+  }
+  return Status::Ok();
+}
+
 std::vector<TensorInfo> SignatureFromWire(
     const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs) {
   std::vector<TensorInfo> tensors;

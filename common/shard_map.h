@@ -61,6 +61,13 @@ Result<uint64_t> CountPartitions(const std::vector<TensorInfo>& tensors, uint64_
 // tensor (by position) and how it differs.
 Status CompareSignatures(const std::vector<TensorInfo>& expected, const std::vector<TensorInfo>& actual);
 
+// Before SignatureFromWire copies a received signature: at most kMaxTensors tensors, and names and
+// shapes (their bytes, 8 per dimension) that add up to no more than `message_bytes`, the size of
+// the message they came in. A verified FlatBuffer may list one TensorSpec many times (shared
+// sub-tables), claiming far more than it holds: ResourceExhausted for too many tensors,
+// InvalidArgument for claims beyond the message, checked without copying anything.
+Status CheckSignatureClaims(const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs,
+                            size_t message_bytes);
 std::vector<TensorInfo> SignatureFromWire(
     const flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>& specs);
 flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TensorSpec>>> SignatureToWire(

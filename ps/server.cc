@@ -110,7 +110,7 @@ Status Server::Serve() {
       auto received = TryReceive(data_, /*router=*/true, data_limits_);
       if (!received.ok()) return received.status();
       if (!received->has_value()) break;
-      HandleData(std::move(**received));
+      HandleDataGuarded(std::move(**received));
     }
   }
 }
@@ -149,6 +149,18 @@ Status Server::HandleControl(Message message) {
     default:
       HETPS_LOG(WARNING) << "ignored an unexpected " << KindName(message.kind()) << " from the scheduler";
       return Status::Ok();
+  }
+}
+
+void Server::HandleDataGuarded(Message message) {
+  try {
+    HandleData(std::move(message));
+  } catch (const zmq::error_t&) {
+    throw;  // the sockets' own failures end the process as before
+  } catch (const std::exception& e) {
+    const uint64_t count = refusals_.Add(Refusal::Unexpected);
+    HETPS_LOG(ERROR) << "a data-plane message could not be handled and was dropped (" << count
+                     << " refused so far): " << e.what();
   }
 }
 
@@ -204,8 +216,18 @@ void Server::HandleData(Message message) {
       const auto* push = message.body<wire::Push>();
       // Checked before the push is applied, so that a refused message changes nothing.
       Status status = push->pull() ? CheckPendingPulls(trainer) : Status::Ok();
-      if (status.ok()) status = shard_->Push(trainer, *push, frames);
+      Shard::Pushed pushed;
+      if (status.ok()) status = shard_->Push(trainer, *push, frames, &pushed);
       if (!status.ok()) return Refuse(message, status);
+      if (!pushed.left_out.empty()) {
+        // Accepted as a push of no samples, so the job goes on; counted and said, not answered
+        // with an error (docs/errors.md, "nonfinite").
+        NoteRefusal(refusals_, message, Refusal::NonFinite,
+                    "trainer " + std::to_string(trainer) + "'s gradients of step " +
+                        std::to_string(push->clock()) + " left out (" +
+                        std::to_string(shard_->LeftOutSteps(trainer)) +
+                        " of its steps so far): " + pushed.left_out);
+      }
       if (shard_->IsSyncStep(push->clock())) rounds_.Pushed(push->clock(), std::chrono::steady_clock::now());
       if (push->pull()) {
         PendingPull pull;
@@ -320,12 +342,14 @@ void Server::AnswerReadyPulls() {
     auto routing_id = std::make_shared<zmq::message_t>(std::move(it->routing_id));
     const uint32_t generation = sender_.generation();
     const uint64_t clock = it->latest ? 0 : it->clock;
+    const uint64_t left_out = shard_->LeftOutSteps(it->trainer);
     const auto held =
         std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - it->arrived);
-    auto send = [this, routing_id, generation, clock, held](Shard::WeightsReply& weights) {
+    auto send = [this, routing_id, generation, clock, held, left_out](Shard::WeightsReply& weights) {
       if (generation != sender_.generation()) return;  // answers a request a restore cancelled
       rounds_.ReplyDone(clock);
       weights.held_us = static_cast<uint64_t>(std::max<int64_t>(0, held.count()));
+      weights.left_out = left_out;
       flatbuffers::FlatBufferBuilder fbb(256 + 12 * weights.partitions.size());
       auto body = weights.Write(fbb);
       Reply(std::move(*routing_id), sender_.Seal(fbb, wire::Body::Weights, body.Union()),
@@ -406,11 +430,15 @@ Server::Counters Server::PublishedStats() const {
 zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, bool goodbye) {
   flatbuffers::FlatBufferBuilder fbb(128);
   const Shard::Stats& stats = counters.shard;
-  auto server_stats =
-      wire::CreateServerStats(fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(),
-                              stats.rounds, fbb.CreateVector(stats.staleness_counts), stats.staleness_max,
-                              stats.max_clock_gap, counters.refusals.ToWire(fbb), stats.staleness_sum,
-                              counters.round_seconds.ToWire(fbb), stats.apply_seconds.ToWire(fbb));
+  std::vector<flatbuffers::Offset<wire::TrainerNonFinite>> left_out;
+  for (const auto& [trainer, counts] : stats.left_out) {
+    left_out.push_back(wire::CreateTrainerNonFinite(fbb, trainer, counts.steps, counts.in_a_row));
+  }
+  auto server_stats = wire::CreateServerStats(
+      fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(), stats.rounds,
+      fbb.CreateVector(stats.staleness_counts), stats.staleness_max, stats.max_clock_gap,
+      counters.refusals.ToWire(fbb), stats.staleness_sum, counters.round_seconds.ToWire(fbb),
+      stats.apply_seconds.ToWire(fbb), fbb.CreateVector(left_out));
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

@@ -85,7 +85,7 @@ class Server {
     std::vector<uint32_t> partitions;
     uint64_t clock = 0;
     bool latest = false;
-    wire::DType dtype = wire::DType::F32;  // of the weights in the reply
+    wire::DType dtype = wire::DType::F32;           // of the weights in the reply
     std::chrono::steady_clock::time_point arrived;  // for Weights.held_us
   };
 
@@ -95,6 +95,9 @@ class Server {
   bool Poll(std::chrono::milliseconds timeout);
   Status HandleControl(Message message);
   void HandleData(Message message);
+  // HandleData, with the last guard: an exception a handler throws (memory a message made it ask
+  // for, a fault) drops that message, counted as `unexpected`, and the server goes on.
+  void HandleDataGuarded(Message message);
   // Requests the scheduler makes on the data socket (server_checkpoint.cc): CheckpointRequest,
   // answered with CheckpointState; Restore, answered with Ack; Membership (a trainer joins),
   // answered with Ack or Error{Stale}.

@@ -77,7 +77,9 @@ void Server::HandleRestore(Message message) {
   const auto* restore = message.body<wire::Restore>();
   Status status;
   if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
-    status = shard_->Restore(SignatureFromWire(*restore->tensors()), message.tensors, restore->round());
+    status = CheckSignatureClaims(*restore->tensors(), message.envelope.size());
+    if (status.ok())
+      status = shard_->Restore(SignatureFromWire(*restore->tensors()), message.tensors, restore->round());
   } else if (restore->reset()) {
     shard_->Reset();
   } else {
@@ -94,8 +96,7 @@ void Server::HandleRestore(Message message) {
   if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
     HETPS_LOG(INFO) << "restored checkpoint " << restore->checkpoint() << " (generation "
                     << restore->generation()
-                    << (shard_->has_rounds() ? ", round " + std::to_string(restore->round()) : "")
-                    << ")";
+                    << (shard_->has_rounds() ? ", round " + std::to_string(restore->round()) : "") << ")";
   } else {
     HETPS_LOG(INFO) << (restore->reset() ? "back to uninitialised partitions" : "keeping this server's state")
                     << " (generation " << restore->generation() << ")";

@@ -29,12 +29,6 @@ float StalenessWeight(uint64_t staleness, float batch_share) {
   return 1.0f / (1.0f + static_cast<float>(staleness) * std::min(1.0f, batch_share));
 }
 
-std::string PartitionName(const ShardMap& map, uint32_t id) {
-  const PartitionInfo& p = map.partitions()[id];
-  return "partition " + std::to_string(id) + " (" + map.tensors()[p.tensor].name + "[" +
-         std::to_string(p.offset) + ":" + std::to_string(p.offset + p.length) + "])";
-}
-
 }  // namespace
 
 wire::ErrorCode RefusalCode(const Status& status) {
@@ -142,6 +136,9 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
     if (from > 0 && std::binary_search(ranks.begin(), ranks.end(), t)) from_clocks_[t] = from;
   }
   live_trainers_ = std::move(ranks);
+  for (auto& [t, run] : left_out_) {
+    if (!IsLive(t)) run.counts.in_a_row = 0;  // a run is a live trainer's; its rank may come back
+  }
   if (!HasRounds(options_.mode, options_.diloco) && options_.mode != ConsistencyMode::kAuto) return;
   for (Slot& slot : slots_) CompleteRoundIfReady(slot);
 }
@@ -154,7 +151,7 @@ Status Shard::CheckFromClock(uint32_t trainer, uint64_t from_clock) const {
   for (size_t i = 0; i < slots_.size(); ++i) {
     if (slots_[i].round > from_clock) {
       return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " would start at round " +
-                                        std::to_string(from_clock) + " but " + PartitionName(map_, ids_[i]) +
+                                        std::to_string(from_clock) + " but " + PartitionName(ids_[i]) +
                                         " has completed " + std::to_string(slots_[i].round) + " rounds");
     }
   }
@@ -171,7 +168,7 @@ Result<Shard::Slot*> Shard::Find(uint32_t partition) {
                             std::to_string(slot_of_.size()) + " partitions)");
   }
   if (slot_of_[partition] < 0) {
-    return Status::NotFound(PartitionName(map_, partition) + " belongs to server " +
+    return Status::NotFound(PartitionName(partition) + " belongs to server " +
                             std::to_string(map_.partitions()[partition].server) + ", not " +
                             std::to_string(server_rank_));
   }
@@ -184,61 +181,13 @@ Result<const Shard::Slot*> Shard::Find(uint32_t partition) const {
   return static_cast<const Slot*>(*slot);
 }
 
-Status Shard::CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
-                          bool allow_empty, wire::DType dtype) const {
-  if (ids.size() != frames.size()) {
-    return Status::Protocol("message lists " + std::to_string(ids.size()) + " partitions but carries " +
-                            std::to_string(frames.size()) + " tensor frames");
-  }
-  std::vector<uint32_t> seen(ids.begin(), ids.end());
-  std::sort(seen.begin(), seen.end());
-  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) {
-    return Status::Protocol("message lists a partition twice");
-  }
-  for (size_t i = 0; i < ids.size(); ++i) {
-    auto slot = Find(ids[i]);
-    if (!slot.ok()) return slot.status();
-    const size_t expected = (*slot)->info->length * DTypeSize(dtype);
-    const size_t got = frames[i].size();
-    if (got != expected && !(allow_empty && got == 0)) {
-      return Status::InvalidArgument(PartitionName(map_, ids[i]) + " frame has " + std::to_string(got) +
-                                     " bytes, expected " + std::to_string(expected) + " (" +
-                                     DTypeName(dtype) + ")");
-    }
-  }
-  return Status::Ok();
-}
-
-Status Shard::CheckScales(const wire::Push& push, bool empty) const {
-  const auto* scales = push.scales();
-  if (push.dtype() != wire::DType::I8 || empty) {
-    if (scales != nullptr && scales->size() > 0) {
-      return Status::Protocol(std::string("a push of ") + (empty ? "no samples" : DTypeName(push.dtype())) +
-                              " carries scales; only int8 frames have them");
-    }
-    return Status::Ok();
-  }
-  const size_t partitions = push.partitions()->size();
-  if (scales == nullptr || scales->size() != partitions) {
-    return Status::Protocol("int8 push lists " + std::to_string(partitions) + " partitions but " +
-                            std::to_string(scales == nullptr ? 0 : scales->size()) + " scales");
-  }
-  for (size_t i = 0; i < partitions; ++i) {
-    const float scale = scales->Get(i);
-    if (!std::isfinite(scale) || scale < 0) {
-      return Status::Protocol("int8 push gives " + PartitionName(map_, push.partitions()->Get(i)) +
-                              " the scale " + std::to_string(scale) + "; a scale is finite and at least 0");
-    }
-  }
-  if (push.pull() && !IsWireFloat(push.weights_dtype())) {
-    return Status::Protocol(std::string("int8 push asks for weights as ") + DTypeName(push.weights_dtype()) +
-                            "; they travel as float32, bfloat16 or float16");
-  }
-  return Status::Ok();
-}
-
 Status Shard::Init(const wire::InitWeights& init, Frames frames) {
   HETPS_RETURN_IF_ERROR(CheckFrames(*init.partitions(), *frames, /*allow_empty=*/false, wire::DType::F32));
+  if (std::string bad =
+          FirstBeyond(*init.partitions(), *frames, wire::DType::F32, std::numeric_limits<float>::max());
+      !bad.empty()) {
+    return Status::InvalidArgument("initial weights: " + bad + "; a model's weights must be finite");
+  }
   for (size_t i = 0; i < frames->size(); ++i) {
     Slot* slot = *Find(init.partitions()->Get(i));
     if (slot->initialized) continue;
@@ -284,7 +233,7 @@ Status Shard::CheckAhead(uint32_t ahead) const {
   return Status::Ok();
 }
 
-Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
+Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames, Pushed* pushed) {
   const bool automatic = options_.mode == ConsistencyMode::kAuto;
   const bool empty = push.batch_size() == 0;
   // In auto, an empty push is the ssp "out of data" mark (trainers of an auto job behave as in
@@ -319,6 +268,21 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     return Status::Protocol("a diloco push of " + std::to_string(push.batch_size()) +
                             " samples names no inner steps; its pseudo-gradient cannot be weighed");
   }
+  if (diloco && !empty && push.inner_steps() > push.batch_size()) {
+    return Status::Protocol("a diloco push of " + std::to_string(push.batch_size()) + " samples over " +
+                            std::to_string(push.inner_steps()) +
+                            " inner steps; an inner step takes at least one sample");
+  }
+  if (const uint64_t most = MostSamples(mode, push.inner_steps()); most > 0 && push.batch_size() > most) {
+    const std::string batch = "the global batch of " + std::to_string(options_.global_batch_size);
+    return Status::InvalidArgument("a push of " + std::to_string(push.batch_size()) + " samples; in " +
+                                   ModeName(mode) + " a push carries at most " + std::to_string(most) +
+                                   " in this job (" +
+                                   (diloco ? batch + " per inner step"
+                                    : sync ? batch
+                                           : std::to_string(kMaxLocalSteps) + " local steps of " + batch) +
+                                   ")");
+  }
   const auto& ids = *push.partitions();
   const auto* versions = push.versions();
   if (!empty && versions != nullptr && versions->size() != ids.size()) {
@@ -333,12 +297,12 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       return Status::InvalidArgument("a push with batch_size 0 must carry empty frames");
     }
     if (!slot->initialized) {
-      return Status::FailedPrecondition(PartitionName(map_, ids[i]) +
+      return Status::FailedPrecondition(PartitionName(ids[i]) +
                                         " has no initial weights yet; push InitWeights first");
     }
     if (!empty && versions != nullptr && versions->Get(i) > slot->version) {
       return Status::FailedPrecondition("push computed on version " + std::to_string(versions->Get(i)) +
-                                        " of " + PartitionName(map_, ids[i]) + ", which is only at " +
+                                        " of " + PartitionName(ids[i]) + ", which is only at " +
                                         std::to_string(slot->version));
     }
     if (!sync) continue;
@@ -355,13 +319,20 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
                           (!HasRounds(RuleAt(slot->round).mode, options_.diloco) || slot->round == 0);
     if (push.clock() != slot->round && !entering) {
       return Status::FailedPrecondition("push for round " + std::to_string(push.clock()) + " but " +
-                                        PartitionName(map_, ids[i]) + " is at round " +
+                                        PartitionName(ids[i]) + " is at round " +
                                         std::to_string(slot->round));
     }
     if (std::find(slot->pushed.begin(), slot->pushed.end(), trainer) != slot->pushed.end()) {
       return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " already pushed round " +
-                                        std::to_string(slot->round) + " of " + PartitionName(map_, ids[i]));
+                                        std::to_string(slot->round) + " of " + PartitionName(ids[i]));
     }
+  }
+  // Valid, and only now read for NaN and infinities: a push left out still counts as its step.
+  const std::string unusable = empty ? std::string() : FirstBeyond(ids, *frames, dtype, kLargestGradient);
+  const bool carries = !empty && unusable.empty();  // gradients to apply
+  if (!unusable.empty()) {
+    NoteLeftOut(trainer, push.clock());
+    if (pushed != nullptr) pushed->left_out = unusable;
   }
   ++pushes_;
   TrainerClock& clock = clocks_[trainer];
@@ -377,14 +348,14 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
   const double sync_seconds = static_cast<double>(push.sync_us()) * 1e-6;
   if (async_rounds) {
     round_length_.ObserveAlone(sync_seconds);
-    if (empty) return Status::Ok();  // out of data: nothing to apply, and nobody waits for it
+    if (!carries) return Status::Ok();  // out of data or left out: nothing to apply, nobody waits
   } else if (diloco) {
     round_length_.Observe(push.clock(), sync_seconds);
   }
   // A push's staleness is the largest over its partitions; each partition's step uses its own.
   uint64_t staleness = 0;
   // Async and ssp: the push's steps are timed together; sync rounds keep a tally per round.
-  const auto tally = sync ? nullptr : std::make_shared<ApplyTally>();
+  const auto tally = sync || !carries ? nullptr : std::make_shared<ApplyTally>();
   const float batch_share = options_.global_batch_size == 0
                                 ? 1.0f
                                 : static_cast<float>(push.batch_size()) / options_.global_batch_size;
@@ -401,6 +372,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       continue;
     }
     if (!sync) {
+      if (!carries) continue;  // left out: the clock moved, the weights did not
       const float weight =
           options_.staleness_aware_lr ? StalenessWeight(partition_staleness, batch_share) : 1.0f;
       PostStep(slot, grad, dtype, weight, batch_share, Optimizer::Share::kSamples, frames, tally,
@@ -412,7 +384,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
       slot.round_samples = 0;
     }
     slot.pushed.push_back(trainer);
-    if (empty) {
+    if (!carries) {  // the round goes on without samples from this trainer
       CompleteRoundIfReady(slot);
       continue;
     }
@@ -440,7 +412,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
     CompleteRoundIfReady(slot);
   }
   if (tally) EndApply(*tally);
-  if (!empty) {
+  if (carries) {
     ++staleness_counts_[std::min<uint64_t>(staleness, kStalenessBuckets - 1)];
     staleness_max_ = std::max(staleness_max_, staleness);
     staleness_sum_ += staleness;
@@ -450,6 +422,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames) {
 
 Shard::Stats Shard::stats() const {
   Stats stats;
+  for (const auto& [t, run] : left_out_) stats.left_out[t] = run.counts;
   stats.pushes = pushes_;
   stats.staleness_max = staleness_max_;
   stats.staleness_sum = staleness_sum_;

@@ -87,6 +87,7 @@ class Shard {
     wire::DType dtype = wire::DType::F32;
     uint64_t held_us = 0;      // set by the server: how long the request waited for the rule
     double round_seconds = 0;  // diloco: the length of the round these weights start (RoundLength)
+    uint64_t left_out = 0;     // set by the server: the asking trainer's steps left out (LeftOutSteps)
     std::vector<zmq::message_t> frames;
 
     flatbuffers::Offset<wire::Weights> Write(flatbuffers::FlatBufferBuilder& fbb) const;
@@ -115,7 +116,8 @@ class Shard {
   Status CheckFromClock(uint32_t trainer, uint64_t from_clock) const;
 
   // Stores initial weights for partitions not yet initialised (the first trainer wins; later
-  // copies are ignored). Refused when a partition is unknown or a frame's length is wrong.
+  // copies are ignored). Refused when a partition is unknown, a frame's length is wrong or a
+  // weight is NaN or infinite (InvalidArgument naming it).
   Status Init(const wire::InitWeights& init, Frames frames);
 
   // Accepts trainer `trainer`'s gradients. Sync: adds them to the open round of each partition
@@ -134,10 +136,26 @@ class Shard {
   // live trainers); a push with batch_size 0 changes nothing there. In ssp, a push
   // with batch_size 0 carries no gradients and marks the trainer idle (out of data): no pull waits for it
   // until it pushes gradients again. Refused (nothing changes) for an unknown or foreign partition, a bad
-  // frame length, int8 frames outside diloco or without one finite scale >= 0 each, a push before
-  // initialisation, a repeated or out-of-turn push, or a trainer that is not
-  // live. Gradient bytes are read in place, by the partitions' owners.
-  Status Push(uint32_t trainer, const wire::Push& push, Frames frames);
+  // frame length, int8 frames outside diloco or without one finite scale >= 0 each (at most
+  // FLT_MAX / 127), a batch_size beyond the job's (sync: the global batch; async and ssp:
+  // kMaxLocalSteps global batches; diloco: a global batch per inner step, and at least a sample
+  // per inner step), a push before initialisation, a repeated or out-of-turn push, or a trainer
+  // that is not live. Gradient bytes are read in place, by the partitions' owners.
+  //
+  // A push otherwise valid whose gradients hold a NaN, an infinity or an element beyond
+  // kLargestGradient is *left out* (the weights can never become non-finite from a push): it is
+  // accepted as a push of no samples (a round goes on without its gradients; in async and ssp
+  // it moves the trainer's clock and nothing else), counted for its trainer (nonfinite_steps),
+  // and `pushed->left_out` names the first such element.
+  struct Pushed {
+    std::string left_out;  // empty unless the push was left out
+  };
+  Status Push(uint32_t trainer, const wire::Push& push, Frames frames, Pushed* pushed = nullptr);
+  // Gradient elements larger than this (2^100) are left out as infinities would be: no training
+  // produces them, and sums and optimizer steps of such values could overflow float32.
+  static constexpr float kLargestGradient = 0x1p100f;
+  // The steps of `trainer` whose pushes this shard left out, in all.
+  uint64_t LeftOutSteps(uint32_t trainer) const;
   // Whether a push may ask for weights `ahead` steps early (Push.ahead): async, or ssp with a
   // staleness of at least `ahead` (a smaller one would wait for this trainer's own next push).
   Status CheckAhead(uint32_t ahead) const;
@@ -210,6 +228,13 @@ class Shard {
     // (with several worker threads they may run side by side: this is work, not wall time). A
     // push or round is counted once its last step has run.
     SecondsHistogram apply_seconds;
+    // Per trainer whose pushes were left out (Push): its steps left out, and the length of the
+    // latest run of consecutive steps (clocks) left out.
+    struct LeftOut {
+      uint64_t steps = 0;
+      uint64_t in_a_row = 0;
+    };
+    std::map<uint32_t, LeftOut> left_out;
   };
   Stats stats() const;
   // Whether step `clock` is a round that waits for every live trainer (sync, diloco): the job's
@@ -262,6 +287,19 @@ class Shard {
   // A push's scales: one finite scale >= 0 per partition for int8 frames with samples (and
   // weights asked for as a wire float), none otherwise; Protocol naming what is wrong.
   Status CheckScales(const wire::Push& push, bool empty) const;
+  // ---- Checks of what a member sends (shard_checks.cc) ----
+  // "partition 3 (fc1.weight[0:1000])".
+  std::string PartitionName(uint32_t id) const;
+  // The first element of the frames (validated, of `dtype`) that is a NaN, an infinity or larger
+  // in magnitude than `largest`, described with its partition; empty when there is none. int8
+  // frames have none (finite integers times a scale CheckScales bounded).
+  std::string FirstBeyond(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
+                          wire::DType dtype, float largest) const;
+  // Counts trainer's push for step `clock` as left out.
+  void NoteLeftOut(uint32_t trainer, uint64_t clock);
+  // The most samples a push of `mode` may carry over `inner_steps` (diloco); 0: no bound (no
+  // global batch).
+  uint64_t MostSamples(ConsistencyMode mode, uint32_t inner_steps) const;
   // Frames must hold elements of `dtype`, one per partition listed.
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
                      bool allow_empty, wire::DType dtype) const;
@@ -326,7 +364,7 @@ class Shard {
   uint32_t server_rank_;
   Options options_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<Optimizer> outer_;  // mode: auto only: a diloco phase's outer optimizer
+  std::unique_ptr<Optimizer> outer_;        // mode: auto only: a diloco phase's outer optimizer
   std::optional<DelayedNesterov> delayed_;  // diloco with async rounds: the outer step
   std::vector<Slot> slots_;
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
@@ -341,6 +379,11 @@ class Shard {
   uint64_t staleness_max_ = 0;
   uint64_t staleness_sum_ = 0;
   uint64_t max_clock_gap_ = 0;
+  struct LeftOutRun {
+    Stats::LeftOut counts;
+    uint64_t last_clock = 0;  // the latest step left out
+  };
+  std::map<uint32_t, LeftOutRun> left_out_;  // per trainer with a push left out
   // Sync: the tally of each round some partition has closed, until every partition has.
   struct RoundApply {
     std::shared_ptr<ApplyTally> tally;

@@ -135,7 +135,8 @@ zmq::message_t Shard::WeightsFrame(const Slot& slot, wire::DType dtype) const {
 }
 
 flatbuffers::Offset<wire::Weights> Shard::WeightsReply::Write(flatbuffers::FlatBufferBuilder& fbb) const {
-  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype, held_us, round_seconds);
+  return wire::CreateWeightsDirect(fbb, &partitions, &versions, round_samples, dtype, held_us, round_seconds,
+                                   left_out);
 }
 
 }  // namespace hetps

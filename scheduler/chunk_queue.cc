@@ -71,6 +71,20 @@ bool ChunkQueue::Complete(uint32_t trainer, uint32_t chunk) {
   return true;
 }
 
+bool ChunkQueue::Holds(uint32_t trainer, uint32_t chunk) const {
+  if (chunks_per_epoch_ == 0) return false;
+  auto it = epochs_state_.find(chunk / chunks_per_epoch_);
+  if (it == epochs_state_.end()) return false;
+  auto held = it->second.held.find(chunk % chunks_per_epoch_);
+  return held != it->second.held.end() && held->second == trainer;
+}
+
+bool ChunkQueue::IsComplete(uint32_t chunk) const {
+  if (chunks_per_epoch_ == 0) return false;
+  auto it = epochs_state_.find(chunk / chunks_per_epoch_);
+  return it != epochs_state_.end() && it->second.completed.count(chunk % chunks_per_epoch_) > 0;
+}
+
 size_t ChunkQueue::Requeue(uint32_t trainer) {
   size_t returned = 0;
   for (auto& [epoch, state] : epochs_state_) {

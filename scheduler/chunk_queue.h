@@ -38,6 +38,10 @@ class ChunkQueue {
   // `trainer` has trained every sample of `chunk`. False (and nothing changes) when the chunk is
   // not held by that trainer.
   bool Complete(uint32_t trainer, uint32_t chunk);
+  // Whether `trainer` holds `chunk` now (granted and not completed), and whether `chunk` is
+  // completed: what a trainer's data position may name.
+  bool Holds(uint32_t trainer, uint32_t chunk) const;
+  bool IsComplete(uint32_t chunk) const;
 
   // `trainer` is gone: the chunks it held go back to the front of their epochs' queues.
   // Returns how many.

@@ -37,6 +37,13 @@ ServerCounters CountersFromWire(const wire::ServerStats& stats) {
   c.max_clock_gap = stats.max_clock_gap();
   c.round_seconds = SecondsHistogram::FromWire(stats.round_seconds());
   c.apply_seconds = SecondsHistogram::FromWire(stats.apply_seconds());
+  if (const auto* left_out = stats.nonfinite()) {
+    constexpr size_t kMaxEntries = 4096;  // trainers are at most 1024
+    for (size_t i = 0; i < std::min<size_t>(left_out->size(), kMaxEntries); ++i) {
+      const auto* entry = left_out->Get(i);
+      c.left_out[entry->trainer()] = {entry->steps(), entry->in_a_row()};
+    }
+  }
   return c;
 }
 

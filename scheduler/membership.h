@@ -67,6 +67,12 @@ struct ServerCounters {
   RefusalTally refusals;
   SecondsHistogram round_seconds;  // as in wire::ServerStats
   SecondsHistogram apply_seconds;
+  // Per trainer: its steps this server left out for NaN or infinite gradients (ServerStats.nonfinite).
+  struct LeftOut {
+    uint64_t steps = 0;
+    uint64_t in_a_row = 0;
+  };
+  std::map<uint32_t, LeftOut> left_out;
 };
 
 ServerCounters CountersFromWire(const wire::ServerStats& stats);

@@ -51,8 +51,8 @@ struct JobView {
   uint32_t servers = 0;
   uint64_t samples_per_epoch = 0;
   double elapsed_seconds = 0;
-  std::string phase;   // "waiting for members", "training", ...
-  std::string detail;  // a line of mode-specific figures (e.g. staleness); empty: none
+  std::string phase;    // "waiting for members", "training", ...
+  std::string detail;   // a line of mode-specific figures (e.g. staleness); empty: none
   bool rounds = false;  // diloco: clocks count rounds, and each trainer shows its inner steps
 };
 

@@ -19,9 +19,16 @@ Status CheckCount(const char* what, uint64_t value, uint64_t max) {
   return Implausible(what, std::to_string(value), "0.." + std::to_string(max));
 }
 
+// Rates (samples per second) and durations (seconds) alike: no machine trains a billion samples
+// a second, and no report covers 30 years. Beyond it, the scheduler's casts of them to counts
+// (a checkpoint's round, the display's figures) would overflow.
+constexpr double kMostPlausible = 1e9;
+
 Status CheckRate(const char* what, double value) {
-  if (std::isfinite(value) && value >= 0) return Status::Ok();
-  return Implausible(what, std::to_string(value), "a finite number >= 0");
+  if (std::isfinite(value) && value >= 0 && value <= kMostPlausible) return Status::Ok();
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", value);
+  return Implausible(what, text, "a number in [0, 1e9]");
 }
 
 std::string Seconds(double value) {

@@ -187,6 +187,12 @@ std::string RunSummary::ToJson() const {
                              {"recovered", f.recovered}});
   }
   j["failures"] = failures_json;
+  nlohmann::ordered_json dropped_json = nlohmann::ordered_json::array();
+  for (const Dropped& d : dropped) dropped_json.push_back({{"trainer", d.trainer}, {"reason", d.reason}});
+  j["dropped"] = dropped_json;
+  nlohmann::ordered_json nonfinite_json = nlohmann::ordered_json::object();
+  for (const auto& [trainer, steps] : nonfinite_pushes) nonfinite_json[std::to_string(trainer)] = steps;
+  j["nonfinite_pushes"] = nonfinite_json;
   j["checkpoints"] = {
       {"dir", checkpoints.dir},         {"count", checkpoints.count},
       {"last_id", checkpoints.last_id}, {"mean_write_seconds", checkpoints.mean_write_seconds},

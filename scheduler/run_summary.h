@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,13 @@ struct TrainerSummary {
 };
 
 // A member lost during the job, and what it cost.
+// A trainer the scheduler put out of the job for what it sent (nonfinite_limit steps in a row of
+// NaN or infinite gradients), not for being lost.
+struct Dropped {
+  uint32_t trainer = 0;
+  std::string reason;
+};
+
 struct Failure {
   std::string role;  // "server" or "trainer"
   uint32_t rank = 0;
@@ -144,6 +152,10 @@ struct RunSummary {
   std::vector<ServerSummary> server_details;
   std::vector<TrainerSummary> trainer_details;
   std::vector<Failure> failures;
+  std::vector<Dropped> dropped;
+  // Per trainer with any: its steps whose gradients a server left out for NaN or infinite values
+  // (the most any one server left out).
+  std::map<uint32_t, uint64_t> nonfinite_pushes;
   CheckpointSummary checkpoints;
   std::string resumed_from;      // the checkpoint this job continued, if any
   std::string model_file;        // where the trained model was written, if it was

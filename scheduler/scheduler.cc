@@ -150,7 +150,7 @@ Status Scheduler::Run() {
         auto received = TryReceive(socket_, /*router=*/true, kControlLimits);
         if (!received.ok()) return received.status();
         if (!received->has_value()) break;
-        Handle(std::move(**received));
+        HandleGuarded(std::move(**received));
       }
     }
     for (auto& [rank, reply] : links_.ReceiveAll()) HandleServerReply(rank, std::move(reply));
@@ -188,6 +188,18 @@ Status Scheduler::Run() {
   return Status::Ok();
 }
 
+void Scheduler::HandleGuarded(Message message) {
+  try {
+    Handle(std::move(message));
+  } catch (const zmq::error_t&) {
+    throw;  // the sockets' own failures end the process as before
+  } catch (const std::exception& e) {
+    const uint64_t count = refusals_.Add(Refusal::Unexpected);
+    HETPS_LOG(ERROR) << "a message could not be handled and was dropped (" << count
+                     << " refused so far): " << e.what();
+  }
+}
+
 void Scheduler::Handle(Message message) {
   if (message.routing_id.size() == 0) return;
   if (!message.over_limit.empty()) {
@@ -222,8 +234,10 @@ void Scheduler::Handle(Message message) {
     case wire::Body::Heartbeat: {
       // Implausible figures are refused, the last plausible ones kept; the heartbeat still counts.
       const auto* stats = message.body<wire::Heartbeat>()->server_stats();
-      if (stats != nullptr && !RefuseImplausible(message, CheckServerStats(*stats))) {
+      if (stats != nullptr && !RefuseImplausible(message, CheckServerStats(*stats)) &&
+          member->role == wire::Role::Server) {  // only a server's figures count
         member->counters = CountersFromWire(*stats);
+        DropTrainersLeftOut(*member);
       }
       SendTo(member->routing_id, sender_.MakeEmpty(wire::Body::HeartbeatAck));
       return;

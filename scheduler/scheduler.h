@@ -108,6 +108,9 @@ class Scheduler {
   using Clock = std::chrono::steady_clock;
 
   void Handle(Message message);
+  // Handle, with the last guard: an exception a handler throws (memory a message made it ask
+  // for, a fault) drops that message, counted as `unexpected`, and the scheduler goes on.
+  void HandleGuarded(Message message);
   void HandleJoin(const Message& message);
   void HandleRegisterModel(Member& member, const Message& message);
   void HandleChunkRequest(Member& member, const Message& message);
@@ -170,6 +173,10 @@ class Scheduler {
   zmq::message_t CheckpointRequest();  // for the cut under way
   void AskServersForState();
   void HandleDataPosition(Member& member, const Message& message);
+  // What is wrong with the chunks trainer `trainer`'s data position names ("names chunk 7 ..."):
+  // one finished that it neither holds nor is complete, or one in progress it does not hold;
+  // empty when nothing is.
+  std::string ForeignChunk(uint32_t trainer, const wire::DataPosition& position) const;
   // A reply on a server's data socket: CheckpointState, Ack (to Restore) or Error.
   void HandleServerReply(uint32_t rank, Message message);
   void MaybeFinishCut();
@@ -219,6 +226,9 @@ class Scheduler {
   std::string NoRoomForTrainers() const;
   // A trainer died (`left`: said Goodbye): out of the job at once, its chunks back to the queue.
   void TrainerGone(Member& member, const std::string& why, bool left);
+  // Drops from the job every trainer whose latest nonfinite_limit steps a server left out for
+  // NaN or infinite gradients (a server's stats say so), telling it why.
+  void DropTrainersLeftOut(const Member& server);
   // Sends the trainers in the job, to servers over their data socket (where a newcomer's first
   // round is checked; the admission under way awaits the answers) and to the training trainers.
   void BroadcastMembership();
@@ -290,7 +300,9 @@ class Scheduler {
   Phase phase_ = Phase::kGathering;
   Membership members_;
   ChunkQueue chunks_;
-  std::optional<std::vector<TensorInfo>> signature_;  // the first registered trainer's model
+  // The first registered trainer's model; forgotten while gathering when no trainer that
+  // registered is left.
+  std::optional<std::vector<TensorInfo>> signature_;
   std::string signature_owner_;
   std::unique_ptr<ShardMap> shard_map_;
   std::vector<ModelBuffer> model_buffers_;  // the final evaluation's, for the exported model

@@ -105,9 +105,41 @@ void Scheduler::AskServersForState() {
   }
 }
 
+std::string Scheduler::ForeignChunk(uint32_t trainer, const wire::DataPosition& position) const {
+  if (const auto* finished = position.finished()) {
+    for (uint32_t chunk : *finished) {
+      // Trained whole and not yet reported (or reported already, on its way): held, or complete.
+      if (!chunks_.Holds(trainer, chunk) && !chunks_.IsComplete(chunk)) {
+        return "names chunk " + std::to_string(chunk) + " finished, which was not granted to it";
+      }
+    }
+  }
+  if (const auto* held = position.held()) {
+    for (uint32_t chunk : *held) {
+      if (!chunks_.Holds(trainer, chunk)) {
+        return "names chunk " + std::to_string(chunk) + " in progress, which it does not hold";
+      }
+    }
+  }
+  return {};
+}
+
 void Scheduler::HandleDataPosition(Member& member, const Message& message) {
   const auto* position = message.body<wire::DataPosition>();
   if (!cut_ || position->checkpoint() != cut_->options().number) return;  // an abandoned cut
+  // Only the trainers the cut asked, once each, and only about the chunks they hold: a position
+  // from anyone else cannot complete a cut, nor one naming chunks never granted mark them trained.
+  if (member.role != wire::Role::Trainer || !cut_->AwaitsPosition(member.rank)) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  member.Describe() + " sent a data position that checkpoint " +
+                      std::to_string(cut_->options().number) + " did not ask it for");
+  }
+  if (const std::string foreign = ForeignChunk(member.rank, *position); !foreign.empty()) {
+    const std::string why = member.Describe() + "'s data position " + foreign;
+    Refuse(message, wire::ErrorCode::Refused, Refusal::Invalid, why);
+    ++cut_misses_;
+    return AbandonCut(why);
+  }
   Status added = cut_->AddPosition(member.rank, *position);
   if (!added.ok()) {
     ++cut_misses_;
@@ -297,8 +329,9 @@ void Scheduler::RestoreForResume() {
   summary_.resumed_from = loaded->path;
   restorable_checkpoint_ = loaded->path;
   HETPS_LOG(INFO) << "resuming from " << loaded->path << ": epoch " << resume_epoch_ + 1
-                  << (HasRounds(job_.mode, job_.diloco) ? ", round " + std::to_string(m.round) : std::string()) << ", "
-                  << chunks_.completed_samples() << " samples already trained";
+                  << (HasRounds(job_.mode, job_.diloco) ? ", round " + std::to_string(m.round)
+                                                        : std::string())
+                  << ", " << chunks_.completed_samples() << " samples already trained";
 }
 
 }  // namespace hetps

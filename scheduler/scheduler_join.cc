@@ -95,10 +95,14 @@ void Scheduler::HandleRegisterModel(Member& member, const Message& message) {
     return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
                   "only trainers register a model");
   }
-  std::vector<TensorInfo> signature = SignatureFromWire(*message.body<wire::RegisterModel>()->signature());
-  // Checked with overflow-safe arithmetic against the job's limits before anything is built
-  // from it: the first signature decides what every server allocates.
-  Status status = ValidateSignature(signature, job_.max_model_bytes);
+  // What the list claims is bounded by the message before anything is copied from it; the copy
+  // is then checked with overflow-safe arithmetic against the job's limits before anything is
+  // built from it: the first signature decides what every server allocates.
+  const auto& specs = *message.body<wire::RegisterModel>()->signature();
+  Status status = CheckSignatureClaims(specs, message.envelope.size());
+  std::vector<TensorInfo> signature;
+  if (status.ok()) signature = SignatureFromWire(specs);
+  if (status.ok()) status = ValidateSignature(signature, job_.max_model_bytes);
   if (status.ok()) status = CountPartitions(signature, job_.partition_bytes).status();
   const bool too_large = status.code() == Status::Code::kResourceExhausted;
   if (status.ok() && signature_) status = CompareSignatures(*signature_, signature);

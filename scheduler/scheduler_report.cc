@@ -52,6 +52,7 @@ void Scheduler::FillSummary() {
   s.served_requests = served_requests_;
   s.served_bytes = served_bytes_;
   s.server_details.clear();
+  s.nonfinite_pushes.clear();
   s.weight_version = 0;
   s.scheduler_refusals = refusals_.Snapshot();
   s.refusals = s.scheduler_refusals;
@@ -62,6 +63,10 @@ void Scheduler::FillSummary() {
     s.weight_version = std::max(s.weight_version, c.version);
     s.rounds = std::max(s.rounds, c.rounds);
     s.refusals.Add(c.refusals);
+    for (const auto& [trainer, counts] : c.left_out) {
+      uint64_t& steps = s.nonfinite_pushes[trainer];
+      steps = std::max(steps, counts.steps);
+    }
   }
   s.staleness = Staleness(&s.max_clock_gap);
   for (const Evaluation& e : s.evaluations) {

@@ -86,7 +86,9 @@ uint64_t Scheduler::StepAhead(double lead_seconds) {
   // Servers count rounds too (in heartbeats), which may be newer than the trainers' reports.
   for (Member* s : members_.Members(wire::Role::Server))
     newest_clock = std::max(newest_clock, s->counters.rounds);
-  return newest_clock + 2 + static_cast<uint64_t>(std::ceil(steps_per_second * lead_seconds));
+  // Reports are checked (at most 1e9 samples a second), so this stays far inside uint64_t.
+  const double ahead = std::min(std::ceil(steps_per_second * lead_seconds), 1e15);
+  return newest_clock + 2 + static_cast<uint64_t>(ahead);
 }
 
 void Scheduler::ProposeAdmission(Member& trainer) {
@@ -186,8 +188,17 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
   members_.MarkDead(member);
   member.left = left;
   if (phase_ == Phase::kGathering) {
-    // Not in the job yet: its place is free for another.
+    // Not in the job yet: its place is free for another. A model no trainer still waiting holds
+    // is nobody's: one that registered and left does not fix the job's model for those to come.
     members_.Remove(member.routing_id);
+    const auto waiting = members_.Members(wire::Role::Trainer);
+    if (signature_ &&
+        std::none_of(waiting.begin(), waiting.end(), [](const Member* t) { return t->registered; })) {
+      HETPS_LOG(INFO) << "no trainer holding " << signature_owner_
+                      << "'s model is left; the next to register sets it";
+      signature_.reset();
+      signature_owner_.clear();
+    }
     return;
   }
   if (admission_ && admission_->routing_id == member.routing_id) admission_.reset();
@@ -213,6 +224,27 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
   }
   if (eval_member_ == member.routing_id) eval_member_.clear();  // ask another trainer
   MaybeRequestEvaluation();
+}
+
+void Scheduler::DropTrainersLeftOut(const Member& server) {
+  if (job_.nonfinite_limit == 0 || phase_ != Phase::kTraining) return;
+  for (const auto& [rank, counts] : server.counters.left_out) {
+    if (counts.in_a_row < job_.nonfinite_limit) continue;
+    for (Member* trainer : members_.TrainersInJob()) {
+      if (trainer->rank != rank || !trainer->alive) continue;
+      const std::string reason = server.Describe() + " left out its last " + std::to_string(counts.in_a_row) +
+                                 " steps, whose gradients held NaN or infinite values (nonfinite_limit " +
+                                 std::to_string(job_.nonfinite_limit) + ")";
+      summary_.dropped.push_back({rank, reason});
+      display_.Note(trainer->Describe() + " dropped: " + reason);
+      flatbuffers::FlatBufferBuilder fbb(256 + reason.size());
+      auto body =
+          wire::CreateShutdownDirect(fbb, true, ("this trainer was dropped from the job: " + reason).c_str());
+      SendTo(trainer->routing_id, sender_.Seal(fbb, wire::Body::Shutdown, body.Union()));
+      TrainerGone(*trainer, "dropped from the job: " + reason, /*left=*/false);
+      break;
+    }
+  }
 }
 
 void Scheduler::BroadcastMembership() {

@@ -10,6 +10,7 @@
 
 #include "common/allocator.h"
 #include "common/cli.h"
+#include "common/job_config.h"
 #include "common/logging.h"
 #include "security/member_curve.h"
 #include "trainer/data_cache.h"
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
                  "the weights between pushes, and push their mean gradient (for a machine whose "
                  "transfers of the model take longer than its step, e.g. on a slow link)")
       ->default_val(options.local_steps)
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(uint32_t{1}, hetps::kMaxLocalSteps));
   int64_t reply_spin_us = options.reply_spin.count();
   app.add_option(
          "--reply-spin-us", reply_spin_us,

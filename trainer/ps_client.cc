@@ -10,6 +10,8 @@
 
 #include "common/check.h"
 #include "common/dtype.h"
+#include "common/logging.h"
+#include "common/refusals.h"
 #include "common/transport.h"
 
 namespace hetps {
@@ -39,6 +41,7 @@ PsClient::PsClient(zmq::context_t& context, const ShardMap& map, std::vector<std
       partitions_of_tensor_(map.tensors().size()),
       versions_(map.partitions().size(), 0),
       awaiting_(map.partitions().size(), false),
+      left_out_(map.num_servers(), 0),
       outgoing_(map.num_servers()) {
   for (uint32_t s = 0; s < map.num_servers(); ++s) {
     partitions_of_.push_back(map.PartitionsOf(s));
@@ -258,6 +261,17 @@ Status PsClient::AcceptWeights(uint32_t server, const Message& reply, const std:
   result->round_samples = std::max(result->round_samples, body->round_samples());
   result->held_seconds = std::max(result->held_seconds, static_cast<double>(body->held_us()) * 1e-6);
   result->round_seconds = std::max(result->round_seconds, body->round_seconds());
+  result->left_out = std::max(result->left_out, body->left_out());
+  if (body->left_out() > left_out_[server]) {
+    left_out_[server] = body->left_out();
+    if (ShouldLogRefusal(left_out_[server])) {
+      HETPS_LOG(WARNING) << ServerName(server) << " left out " << left_out_[server]
+                         << " step(s) of this trainer's gradients so far: they held NaN or infinite values "
+                            "(its log names the first element), so the weights did not take them; after "
+                            "nonfinite_limit steps in a row the job drops this trainer. A learning rate too "
+                            "large or float16 overflow are the usual causes";
+    }
+  }
   return Status::Ok();
 }
 

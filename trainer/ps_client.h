@@ -72,6 +72,9 @@ class PsClient {
     // diloco: the length the servers chose for the round these weights start (Weights.round_seconds;
     // 0: none chosen).
     double round_seconds = 0;
+    // This trainer's steps whose gradients a server left out for NaN or infinite values, so far
+    // (the most over the servers; Weights.left_out). The client logs it when it grows.
+    uint64_t left_out = 0;
   };
 
   // `endpoints[s]` is server s's data endpoint. `sender` and `control` must outlive the client.
@@ -193,6 +196,7 @@ class PsClient {
   std::vector<zmq::socket_t> sockets_;
   std::vector<std::vector<uint32_t>> partitions_of_;  // per server
   std::vector<ReceiveLimits> reply_limits_;           // per server
+  std::vector<uint64_t> left_out_;                    // per server: Weights.left_out last seen
   std::vector<std::vector<uint32_t>> partitions_of_tensor_;
   std::vector<uint64_t> versions_;  // per partition: last version pulled
   std::vector<bool> awaiting_;      // per partition: weights requested

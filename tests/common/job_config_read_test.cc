@@ -48,6 +48,7 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.join_timeout_s == 300);
   CATCH_CHECK(o.request_timeout_ms == 120000);
   CATCH_CHECK(o.progress_interval_ms == 1000);
+  CATCH_CHECK(o.nonfinite_limit == 10);
   CATCH_CHECK(o.max_message_bytes == 64u << 20);
   CATCH_CHECK(o.max_model_bytes == uint64_t{1} << 30);
   CATCH_CHECK(o.checkpoint.dir.empty());
@@ -123,6 +124,8 @@ heartbeat_timeout_ms: 2000
 join_timeout_s: 60
 request_timeout_ms: 30000
 progress_interval_ms: 250
+nonfinite_limit: 4
+checkpoint_keep: 2
 checkpoint:
   dir: /tmp/ckpt
   interval_seconds: 10
@@ -199,6 +202,7 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.join_timeout_s == 60);
   CATCH_CHECK(o.request_timeout_ms == 30000);
   CATCH_CHECK(o.progress_interval_ms == 250);
+  CATCH_CHECK(o.nonfinite_limit == 4);
   CATCH_CHECK(o.checkpoint.dir == "/tmp/ckpt");
   CATCH_CHECK(o.checkpoint.interval_seconds == 10);
   CATCH_CHECK(o.checkpoint.interval_steps == 500);

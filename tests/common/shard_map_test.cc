@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -391,6 +392,38 @@ CATCH_TEST_CASE("A name goes on the wire whole, whatever bytes it holds", "[comm
   CATCH_REQUIRE(back.size() == 2);
   CATCH_CHECK(back[0].name == tensors[0].name);
   CATCH_CHECK(back[0].shape == tensors[0].shape);
+}
+
+CATCH_TEST_CASE("A signature listing one shared TensorSpec many times is refused before it is copied",
+                "[common][shard_map]") {
+  // What a hostile RegisterModel did: a valid FlatBuffer whose tensor list names one table again
+  // and again, so that 800 KB claimed 163 MB of names and shapes.
+  auto shared = [](size_t times, const std::string& name, std::vector<int64_t> shape) {
+    auto fbb = std::make_unique<flatbuffers::FlatBufferBuilder>();
+    auto spec = wire::CreateTensorSpecDirect(*fbb, name.c_str(), &shape, wire::DType::F32);
+    std::vector<flatbuffers::Offset<wire::TensorSpec>> specs(times, spec);
+    fbb->Finish(wire::CreateRegisterModel(*fbb, fbb->CreateVector(specs)));
+    return fbb;
+  };
+  auto claims = [](const flatbuffers::FlatBufferBuilder& fbb) {
+    const auto* body = flatbuffers::GetRoot<wire::RegisterModel>(fbb.GetBufferPointer());
+    return CheckSignatureClaims(*body->signature(), fbb.GetSize());
+  };
+  const auto many = shared(kMaxTensors + 1, "w", {1});
+  const Status too_many = claims(*many);
+  CATCH_CHECK(too_many.code() == Status::Code::kResourceExhausted);
+  CATCH_CHECK(Contains(too_many.message(), "lists 65537 parameter tensors; at most 65536"));
+  const auto long_names = shared(1000, std::string(200, 'n'), {3, 4, 5});
+  const Status beyond = claims(*long_names);
+  CATCH_CHECK(beyond.code() == Status::Code::kInvalidArgument);
+  CATCH_CHECK(Contains(beyond.message(), "claim more bytes of names and shapes than the"));
+  // An ordinary signature, and a shared entry that claims no more than the message holds, pass
+  // (ValidateSignature then finds the repeated name).
+  flatbuffers::FlatBufferBuilder fbb;
+  fbb.Finish(wire::CreateRegisterModel(
+      fbb, SignatureToWire(fbb, {Tensor("fc.weight", {10, 784}), Tensor("fc.bias", {10})})));
+  CATCH_CHECK(claims(fbb).ok());
+  CATCH_CHECK(claims(*shared(3, "w", {1})).ok());
 }
 
 CATCH_TEST_CASE("CompareSignatures names the first differing tensor", "[common][shard_map]") {

@@ -82,7 +82,8 @@ void CheckShardMapRoundTrip(const ShardMap& map) {
   }
 }
 
-void RegisterModel(const wire::RegisterModel& body, const JobOptions& job) {
+void RegisterModel(const wire::RegisterModel& body, size_t message_bytes, const JobOptions& job) {
+  if (!CheckSignatureClaims(*body.signature(), message_bytes).ok()) return;
   std::vector<TensorInfo> signature = SignatureFromWire(*body.signature());
   if (!ValidateSignature(signature, job.max_model_bytes).ok()) return;
   if (!CountPartitions(signature, kPartitionBytes).ok()) return;
@@ -181,7 +182,7 @@ void Dispatch(Message message) {
   const uint32_t sender = message.env().sender();
   switch (message.kind()) {
     case wire::Body::RegisterModel:
-      return RegisterModel(*message.body<wire::RegisterModel>(), job);
+      return RegisterModel(*message.body<wire::RegisterModel>(), message.envelope.size(), job);
     case wire::Body::Heartbeat:
       return ServerStats(message.body<wire::Heartbeat>()->server_stats());
     case wire::Body::Goodbye:

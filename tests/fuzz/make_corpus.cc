@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -192,13 +193,14 @@ class ShardMessages {
     return EncodeMessage(t.Seal(fbb, wire::Body::InitWeights, body.Union()),
                          std::vector<std::string>(ids.size(), Floats({0.5f, -0.25f, 1.0f})));
   }
+  // `first`: the first element of every float32 frame (a NaN or an infinity, for a push left out).
   std::string Push(uint32_t rank, uint64_t clock, uint32_t batch, const std::vector<uint32_t>& ids,
-                   wire::DType dtype = wire::DType::F32, bool pull = true) {
+                   wire::DType dtype = wire::DType::F32, bool pull = true, float first = 0.1f) {
     Sender& t = Trainer(rank);
     flatbuffers::FlatBufferBuilder fbb;
     std::vector<uint64_t> versions(ids.size(), 0);  // computed on the initial weights
     auto body = wire::CreatePushDirect(fbb, clock, batch, &ids, &versions, dtype, pull);
-    std::string frame = Floats({0.1f, -0.2f, 0.3f});
+    std::string frame = Floats({first, -0.2f, 0.3f});
     if (dtype != wire::DType::F32) frame = std::string("\x80\x3f\x00\xbf\x40\x3e", 6);  // three 16-bit values
     if (batch == 0) frame.clear();
     return EncodeMessage(t.Seal(fbb, wire::Body::Push, body.Union()),
@@ -269,6 +271,13 @@ void WriteShardSequences(CorpusWriter& out) {
             ShardJob(ConsistencyMode::kSync, Kind::kAdamW, 0, false) + m.Init(0, mine) +
                 m.Push(0, 0, 32, mine) + m.Membership({0}) + m.CheckpointRequest(1, false) +
                 m.Push(0, 1, 32, mine) + m.CheckpointRequest(0, true));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  out.Write("shard", "nonfinite_left_out",
+            ShardJob(ConsistencyMode::kSync, Kind::kSgd, 0, false) + m.Init(0, mine) +
+                m.Push(0, 0, 32, mine, wire::DType::F32, true, nan) + m.Push(1, 0, 32, mine) +
+                m.Pull(0, 1, false, mine) + m.Push(0, 1, 32, mine, wire::DType::F32, true, -inf) +
+                m.Push(1, 1, 64, mine) + m.Push(0, 2, 255, mine));
   out.Write("shard", "restore_then_train",
             ShardJob(ConsistencyMode::kSync, Kind::kAdam, 0, false) + m.Restore(Kind::kAdam, 3) +
                 m.Push(0, 3, 32, mine) + m.Push(1, 3, 32, mine) + m.Pull(1, 4, false, mine));

@@ -121,7 +121,8 @@ void Handle(Shard& shard, Message& message, std::deque<WaitingPull>& waiting) {
     }
     case wire::Body::Restore: {
       const auto* restore = message.body<wire::Restore>();
-      if (restore->tensors() != nullptr && restore->tensors()->size() > 0) {
+      if (restore->tensors() != nullptr && restore->tensors()->size() > 0 &&
+          CheckSignatureClaims(*restore->tensors(), message.envelope.size()).ok()) {
         (void)shard.Restore(SignatureFromWire(*restore->tensors()), *frames, restore->round());
       } else if (restore->reset()) {
         shard.Reset();

@@ -51,9 +51,9 @@ CATCH_TEST_CASE(
   const uint64_t version = shard->stats().version;
   // Round 3: both trainers' pseudo-gradients, of equal samples and steps, averaged.
   const Floats d0 = Ramp(0.02f, 0.001f), d1 = Ramp(-0.01f, 0.003f);
-  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(3, 640, 10, d0)).ok());
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(3, 80, 10, d0)).ok());
   CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 4, false));
-  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(3, 640, 10, d1)).ok());
+  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(3, 80, 10, d1)).ok());
   CATCH_CHECK(shard->PullReady({0, 2}, 4, false));
   shard->workers().Flush();
   Floats weights = WeightsOf(*shard, 0);
@@ -66,7 +66,7 @@ CATCH_TEST_CASE(
   // mark): the round is the other's pseudo-gradient as it is.
   CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(4, 0, 0, {})).ok());
   CATCH_CHECK_FALSE(shard->PullReady({0, 2}, 5, false));
-  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(4, 320, 5, d1)).ok());
+  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(4, 40, 5, d1)).ok());
   CATCH_CHECK(shard->PullReady({0, 2}, 5, false));
   shard->workers().Flush();
   const Floats before = weights;

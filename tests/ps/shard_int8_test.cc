@@ -1,8 +1,8 @@
 // Shard in mode diloco with int8 pseudo-gradients (Push.dtype I8, one scale per partition): a push
 // is combined exactly as the float32 push of its dequantised values would be, the Weights answer
 // comes as the push's weights_dtype, and malformed int8 pushes (no scales, a wrong count, a scale
-// that is not finite or is negative, frames of the wrong length, int8 outside diloco, scales on a
-// float push) are refused whole, as invalid requests, and change nothing.
+// that is not finite, is negative or would overflow float32 times 127, frames of the wrong length, int8
+// outside diloco, scales on a float push) are refused whole, as invalid requests, and change nothing.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -173,6 +173,8 @@ CATCH_TEST_CASE("Malformed int8 pushes are refused whole as invalid requests and
   const std::vector<float> with_nan = {d.scales[0], nan};
   const std::vector<float> with_inf = {inf, d.scales[1]};
   const std::vector<float> negative = {d.scales[0], -d.scales[1]};
+  // 127 times it overflows float32.
+  const std::vector<float> huge = {d.scales[0], std::numeric_limits<float>::max() / 100};
   struct Case {
     const char* what;
     WireMessage push;
@@ -184,10 +186,11 @@ CATCH_TEST_CASE("Malformed int8 pushes are refused whole as invalid requests and
        "2 partitions but 0 scales"},
       {"one scale", MakeInt8Push(0, 64, 4, d.q, &one), Status::Code::kProtocol, "2 partitions but 1 scales"},
       {"three scales", MakeInt8Push(0, 64, 4, d.q, &three), Status::Code::kProtocol, "but 3 scales"},
-      {"a NaN scale", MakeInt8Push(0, 64, 4, d.q, &with_nan), Status::Code::kProtocol,
-       "finite and at least 0"},
+      {"a NaN scale", MakeInt8Push(0, 64, 4, d.q, &with_nan), Status::Code::kProtocol, "finite, at least 0"},
       {"an infinite scale", MakeInt8Push(0, 64, 4, d.q, &with_inf), Status::Code::kProtocol, "finite"},
       {"a negative scale", MakeInt8Push(0, 64, 4, d.q, &negative), Status::Code::kProtocol, "at least 0"},
+      {"a scale beyond FLT_MAX / 127", MakeInt8Push(0, 64, 4, d.q, &huge), Status::Code::kProtocol,
+       "at most FLT_MAX / 127"},
       {"float32-sized frames", MakeInt8Push(0, 64, 4, d.q, &d.scales, wire::DType::F32, 4 * kLength),
        Status::Code::kInvalidArgument, "expected 16 (int8)"},
       {"short frames", MakeInt8Push(0, 64, 4, d.q, &d.scales, wire::DType::F32, kLength - 1),

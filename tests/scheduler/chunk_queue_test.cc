@@ -17,6 +17,27 @@ Grant NextOrFail(ChunkQueue& queue, uint32_t trainer, uint32_t epoch) {
   return *grant;
 }
 
+CATCH_TEST_CASE("A chunk is held by the trainer it was granted to until completed, and never by another",
+                "[scheduler][chunk_queue]") {
+  ChunkQueue queue(1000, 128, 2);
+  const Grant a = NextOrFail(queue, 0, 0);
+  const Grant b = NextOrFail(queue, 1, 0);
+  CATCH_CHECK(queue.Holds(0, a.chunk));
+  CATCH_CHECK_FALSE(queue.Holds(1, a.chunk));
+  CATCH_CHECK(queue.Holds(1, b.chunk));
+  CATCH_CHECK_FALSE(queue.Holds(0, 5));  // never granted
+  CATCH_CHECK_FALSE(queue.IsComplete(a.chunk));
+  CATCH_CHECK_FALSE(queue.Complete(1, a.chunk));  // not trainer 1's to complete
+  CATCH_REQUIRE(queue.Complete(0, a.chunk));
+  CATCH_CHECK_FALSE(queue.Holds(0, a.chunk));
+  CATCH_CHECK(queue.IsComplete(a.chunk));
+  CATCH_CHECK_FALSE(queue.IsComplete(8 + a.chunk));  // the same index of the next epoch
+  CATCH_CHECK_FALSE(queue.Holds(0, 1u << 30));       // beyond every epoch
+  CATCH_CHECK_FALSE(queue.IsComplete(1u << 30));
+  CATCH_CHECK(queue.Requeue(1) == 1);
+  CATCH_CHECK_FALSE(queue.Holds(1, b.chunk));
+}
+
 CATCH_TEST_CASE("The chunks of an epoch cover every sample once, the last one short",
                 "[scheduler][chunk_queue]") {
   ChunkQueue queue(1000, 128, 2);

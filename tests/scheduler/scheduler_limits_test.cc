@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <future>
+#include <thread>
 
 #include "common/seconds_histogram.h"
 #include "common/transport.h"
@@ -103,6 +104,48 @@ CATCH_TEST_CASE("A model whose size overflows or exceeds max_model_bytes is refu
   CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 1);
 }
 
+CATCH_TEST_CASE("A model registered by a trainer that then left does not become the job's",
+                "[scheduler][limits]") {
+  testing::LocalCluster cluster(testing::TestJob("mlp", ConsistencyMode::kSync, 1, 2));
+  CATCH_REQUIRE(cluster.Start().ok());
+  {
+    // An outsider joins, registers a model of 4 floats, and goes while the job waits for two.
+    Sender sender(wire::Role::Trainer);
+    ControlChannel::Options options;
+    options.scheduler = cluster.scheduler_endpoint();
+    options.connect_timeout = seconds(30);
+    ControlChannel outsider(cluster.context(), options, &sender);
+    ControlChannel::JoinInfo info;
+    info.role = wire::Role::Trainer;
+    info.device = "cpu";
+    CATCH_REQUIRE(outsider.Join(info).ok());
+    flatbuffers::FlatBufferBuilder fbb(256);
+    auto body = wire::CreateRegisterModel(fbb, SignatureToWire(fbb, {{"x", {4}, wire::DType::F32}}));
+    CATCH_REQUIRE(outsider.Send(sender.Seal(fbb, wire::Body::RegisterModel, body.Union())).ok());
+    std::this_thread::sleep_for(milliseconds(300));
+  }
+  // The job's trainers, with their own model, start it once the scheduler has seen the outsider
+  // go (a connection closed; each tries again until then).
+  auto setup = [&](testing::ScriptedTrainer& trainer) {
+    Status status;
+    for (const auto start = Clock::now(); SecondsSince(start) < 20;
+         std::this_thread::sleep_for(milliseconds(200))) {
+      status = trainer.Setup(kModel);
+      if (status.ok() || !Contains(status.message(), "differs from")) break;
+    }
+    return status;
+  };
+  testing::ScriptedTrainer first(cluster.context(), cluster.scheduler_endpoint());
+  testing::ScriptedTrainer second(cluster.context(), cluster.scheduler_endpoint());
+  auto other = std::async(std::launch::async, [&] { return setup(second); });
+  const Status one = setup(first);
+  const Status two = other.get();
+  CATCH_INFO(one.ToString() << " / " << two.ToString());
+  CATCH_CHECK(one.ok());
+  CATCH_CHECK(two.ok());
+  CATCH_CHECK(cluster.Stop().code() != Status::Code::kTimeout);
+}
+
 CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps answering",
                 "[scheduler][limits]") {
   JobOptions job = testing::TestJob("mlp", ConsistencyMode::kSync, 1, 1);
@@ -127,6 +170,9 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   CATCH_CHECK(SecondsSince(start) < 5);
   refusal = SendThenAskForChunk(trainer, sender, progress(64, -1.0));
   CATCH_CHECK(Contains(refusal, "Progress.samples_per_second"));
+  // 1e300 samples a second used to overflow a cast into the step a checkpoint is cut at.
+  refusal = SendThenAskForChunk(trainer, sender, progress(64, 1e300));
+  CATCH_CHECK(Contains(refusal, "Progress.samples_per_second 1e+300 is implausible"));
   // A NaN time would poison the balancer's speed estimate.
   refusal = SendThenAskForChunk(trainer, sender, progress(64, 100, std::nan("")));
   CATCH_CHECK(Contains(refusal, "Progress.timed_seconds"));
@@ -135,7 +181,7 @@ CATCH_TEST_CASE("An absurd progress counter is refused and the scheduler keeps a
   // An honest report is taken without complaint.
   CATCH_CHECK(SendThenAskForChunk(trainer, sender, progress(64, 100)).empty());
   cluster.Stop();
-  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 4);
+  CATCH_CHECK(cluster.summary().scheduler_refusals.of(Refusal::Invalid) == 5);
 }
 
 CATCH_TEST_CASE(
