@@ -202,16 +202,15 @@ Result<LoadedCheckpoint> LoadCheckpoint(FileSystem& fs, const std::string& path)
 }
 
 Result<Manifest> LoadManifest(FileSystem& fs, const std::string& path, std::string* checkpoint_dir) {
-  std::string dir = path;
-  if (!fs.Exists(JoinPath(dir, CheckpointStore::kManifestName))) {
+  if (!fs.Exists(JoinPath(path, CheckpointStore::kManifestName))) {
     // The checkpoint LoadCheckpoint takes: the newest intact one, verified whole.
     auto loaded = LoadCheckpoint(fs, path);
     if (!loaded.ok()) return loaded.status();
     if (checkpoint_dir != nullptr) *checkpoint_dir = loaded->path;
     return std::move(loaded->manifest);
   }
-  if (checkpoint_dir != nullptr) *checkpoint_dir = dir;
-  return ReadManifest(fs, dir);
+  if (checkpoint_dir != nullptr) *checkpoint_dir = path;
+  return ReadManifest(fs, path);
 }
 
 }  // namespace hetps

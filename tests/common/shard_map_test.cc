@@ -398,7 +398,7 @@ CATCH_TEST_CASE("A signature listing one shared TensorSpec many times is refused
                 "[common][shard_map]") {
   // What a hostile RegisterModel did: a valid FlatBuffer whose tensor list names one table again
   // and again, so that 800 KB claimed 163 MB of names and shapes.
-  auto shared = [](size_t times, const std::string& name, std::vector<int64_t> shape) {
+  auto shared = [](size_t times, const std::string& name, const std::vector<int64_t>& shape) {
     auto fbb = std::make_unique<flatbuffers::FlatBufferBuilder>();
     auto spec = wire::CreateTensorSpecDirect(*fbb, name.c_str(), &shape, wire::DType::F32);
     std::vector<flatbuffers::Offset<wire::TensorSpec>> specs(times, spec);

@@ -31,10 +31,9 @@ Floats With(Floats values, size_t at, float value) {
 Status PushNoting(Shard& shard, uint32_t trainer, uint64_t clock, uint32_t batch,
                   const std::vector<Floats>& grads, std::string* left_out,
                   wire::DType dtype = wire::DType::F32) {
-  std::vector<Floats> frames = grads;
   WireMessage push;
   if (dtype == wire::DType::F32) {
-    push = MakePush(clock, batch, {0, 2}, frames);
+    push = MakePush(clock, batch, {0, 2}, grads);
   } else {
     // The same values as 16-bit floats: two floats' bytes hold four.
     flatbuffers::FlatBufferBuilder fbb;
