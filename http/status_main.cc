@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!url.empty() && url.find("://") == std::string::npos) url = "http://" + url;  // HOST:PORT
-  auto keys = hetps::LoadMemberCurve(curve);
+  auto keys = hetps::LoadMemberCurve(curve, std::nullopt);  // any key the scheduler admits
   if (!keys.ok()) return hetps::FatalError("hetps-status", keys.status());
   if (watch_seconds <= 0) watch_seconds = 2;
   const auto timeout = std::chrono::milliseconds(timeout_ms);

@@ -83,14 +83,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   hetps::ApplyLogLevel(log_level);
-  auto keys = hetps::LoadMemberCurve(curve);
+  auto keys = hetps::LoadMemberCurve(curve, hetps::KeyRole::kServer);
   if (!keys.ok()) return hetps::FatalError("hetps-server", keys.status());
   options.curve = *keys;
   if (options.curve.on()) {
-    // Trainers' keys: every public key in the directory (the scheduler admits only the job's).
+    // Trainers' keys: every trainer's public key in the directory (the scheduler admits only the
+    // job's), and the scheduler's, for its links; no server or status key has business here.
     auto allowed = hetps::ReadAllowedKeys(curve.keys_dir, {});
     if (!allowed.ok()) return hetps::FatalError("hetps-server", allowed.status());
-    options.curve_allowed = *allowed;
+    for (const auto& [name, key] : *allowed) {
+      if (key.role == hetps::KeyRole::kTrainer || key.role == hetps::KeyRole::kScheduler) {
+        options.curve_allowed.emplace(name, key);
+      }
+    }
   }
   options.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(connect_timeout_s * 1000));
 

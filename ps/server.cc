@@ -173,10 +173,15 @@ void Server::HandleData(Message message) {
   if (!valid.ok()) return Refuse(message, wire::ErrorCode::Malformed, Refusal::Unverified, valid.message());
   const wire::Envelope& env = message.env();
   if (env.role() == wire::Role::Scheduler) {
-    // The scheduler's only over its own connection, whose routing id the shard map gave.
+    // The scheduler's only over its own connection, whose routing id the shard map gave, and
+    // with CURVE only with the scheduler's key.
     if (scheduler_token_.empty() || message.routing_id.to_string() != scheduler_token_) {
       return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Impostor,
                     "a message claiming to be the scheduler's over a connection that is not");
+    }
+    if (options_.curve.on() && message.user_id != "scheduler") {
+      return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Impostor,
+                    "a message claiming to be the scheduler's with the key '" + message.user_id + "'");
     }
     return HandleSchedulerRequest(std::move(message));
   }

@@ -47,9 +47,10 @@ struct ServerOptions {
   // host shared with trainers; on a machine of its own, about one per spare core.
   size_t threads = 1;
   // CURVE: this server's key pair and the scheduler's public key (security/curve_keys.h), and
-  // the public keys by name its data socket admits. Empty: plaintext.
+  // the public keys by name its data socket admits (trainers' and the scheduler's). Empty:
+  // plaintext.
   CurveKeys curve;
-  std::map<std::string, std::string> curve_allowed;
+  AllowedKeys curve_allowed;
   // Fault injection for tests (hetps-server's hidden --inject-ignore-cuts): after answering the
   // first `ignore_cuts_after` checkpoint requests, leave `ignore_cuts` more unanswered (negative:
   // every one), as a server that never reaches a cut would; pushes, pulls and heartbeats go on.

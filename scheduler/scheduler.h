@@ -271,6 +271,9 @@ class Scheduler {
   // ImpostorReason: why `message` may not come from
   // `member` (a CURVE key other than the one it joined with), or "" when it may.
   std::string ImpostorReason(const Member& member, const Message& message) const;
+  // Why `message`, a Join as `role` (server or trainer), may not join so: with CURVE, its key's
+  // role is not `role`; "" when it may.
+  std::string WrongRoleReason(const Message& message, wire::Role role) const;
   // The live trainers' identities, for servers (ShardMap and Membership).
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::TrainerIdentity>>> TrainerIdentities(
       flatbuffers::FlatBufferBuilder& fbb);
@@ -365,13 +368,13 @@ class Scheduler {
   bool failed_ = false;
   std::string failure_;
   RefusalCounter refusals_;
-  uint64_t served_requests_ = 0;                    // data requests answered (data.serve)
-  uint64_t served_bytes_ = 0;                       // feature and target bytes sent in them
-  uint64_t model_files_sent_ = 0;                   // last pieces of the model file sent (ModelFileRequest)
-  std::random_device served_random_;                // served replies' tokens
-  uint64_t undelivered_ = 0;                        // messages to members dropped: queue full, or gone
-  std::map<std::string, std::string> member_keys_;  // CURVE: admitted public keys by name
-  std::unique_ptr<ZapHandler> zap_;                 // CURVE: admits member_keys_ (counts in refusals_)
+  uint64_t served_requests_ = 0;      // data requests answered (data.serve)
+  uint64_t served_bytes_ = 0;         // feature and target bytes sent in them
+  uint64_t model_files_sent_ = 0;     // last pieces of the model file sent (ModelFileRequest)
+  std::random_device served_random_;  // served replies' tokens
+  uint64_t undelivered_ = 0;          // messages to members dropped: queue full, or gone
+  AllowedKeys member_keys_;           // CURVE: admitted public keys by name
+  std::unique_ptr<ZapHandler> zap_;   // CURVE: admits member_keys_ (counts in refusals_)
   ReportBounds bounds_;
   RunSummary summary_;
 

@@ -16,6 +16,10 @@ Status Scheduler::SetUpCurve(SocketOptions* socket) {
   if (!security.curve) return Status::Ok();
   auto own = ReadCurveKeyPair(security.keys_dir, "scheduler");
   if (!own.ok()) return own.status().WithContext("the scheduler's CURVE key");
+  if (own->role != KeyRole::kScheduler) {
+    return Status::InvalidArgument(security.keys_dir + "/scheduler.pub is a " + KeyRoleName(own->role) +
+                                   " key, not the scheduler's");
+  }
   auto allowed = ReadAllowedKeys(security.keys_dir, security.allowed);
   if (!allowed.ok()) return allowed.status().WithContext("security.allowed");
   member_keys_ = std::move(*allowed);
@@ -37,7 +41,17 @@ Status Scheduler::LinkServer(const Member& server) {
 
 std::string Scheduler::PublicKeyOf(const std::string& name) const {
   auto it = member_keys_.find(name);
-  return it == member_keys_.end() ? "" : it->second;
+  return it == member_keys_.end() ? "" : it->second.key;
+}
+
+std::string Scheduler::WrongRoleReason(const Message& message, wire::Role role) const {
+  if (!job_.security.curve) return "";
+  const KeyRole wanted = role == wire::Role::Server ? KeyRole::kServer : KeyRole::kTrainer;
+  auto it = member_keys_.find(message.user_id);
+  if (it != member_keys_.end() && it->second.role == wanted) return "";
+  if (it == member_keys_.end()) return "the key '" + message.user_id + "' is not among the admitted keys";
+  return "the key '" + message.user_id + "' is a " + KeyRoleName(it->second.role) +
+         " key and cannot join as a " + KeyRoleName(wanted);
 }
 
 std::string Scheduler::ImpostorReason(const Member& member, const Message& message) const {

@@ -25,6 +25,9 @@ void Scheduler::HandleJoin(const Message& message) {
                     "a server must give its data endpoint");
     }
     const bool is_server = join->role() == wire::Role::Server;
+    if (const std::string wrong = WrongRoleReason(message, join->role()); !wrong.empty()) {
+      return Refuse(message, wire::ErrorCode::Refused, Refusal::Impostor, wrong);
+    }
     if (is_server && phase_ != Phase::kGathering && !AwaitingReplacement()) {
       return Refuse(
           message, wire::ErrorCode::Refused, Refusal::OverLimit,

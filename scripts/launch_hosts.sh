@@ -45,9 +45,10 @@
 #   --data-cache DIR|off  --data-cache-limit SIZE (trainers on served data, as in launch_local.sh;
 #   DIR is a path on each host, default each host's ~/.cache/hetps/data)
 #   --checkpoint-dir DIR  --no-checkpoints  --model-out FILE  --resume DIR  --max-restarts N
-#   --secure (generates the keys here; each host gets the public keys and its members' secret
-#   keys, removed at the end)  --run-dir DIR (default runs/<date-time>-hosts)  --build-dir DIR
-#   --no-build  --progress auto|plain|none
+#   --secure (generates the keys here, one per process and of its role; each host gets the public
+#   keys and its members' secret keys, removed at the end). Without it anyone who reaches the
+#   hosts' ports is trusted as a member: use it on any network shared with others.
+#   --run-dir DIR (default runs/<date-time>-hosts)  --build-dir DIR  --no-build  --progress auto|plain|none
 #   --http ADDR:PORT   the scheduler's status page, /status and /metrics, as in launch_local.sh
 #                      (default 127.0.0.1:7480, this machine only; 0.0.0.0:7480 for the hosts'
 #                      browsers; --http off: none)

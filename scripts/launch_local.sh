@@ -69,7 +69,8 @@
 #                      When the scheduler dies the job stops; continue it with --resume.
 #   --secure           encrypt and authenticate every connection with CURVE: generates a key pair
 #                      per process into RUN_DIR/keys and admits only those keys (and one named
-#                      `status`, for hetps-status; the command is printed at the start)
+#                      `status`, for hetps-status; the command is printed at the start); each
+#                      key is bound to its process's role
 #   --run-dir DIR      where logs go (default runs/<date-time>)
 #   --build-dir DIR    where the binaries are built (default build)
 #   --no-build         do not (re)build before starting

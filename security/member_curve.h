@@ -4,12 +4,14 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "common/status.h"
 #include "common/transport.h"
+#include "security/curve_keys.h"
 
 namespace hetps {
 
@@ -22,7 +24,8 @@ struct MemberCurveFlags {
 void AddMemberCurveFlags(CLI::App& app, const std::string& default_name, MemberCurveFlags* flags);
 
 // The member's keys, with server_key the scheduler's public key; empty keys without --curve-keys.
-// The error names the file that is missing or wrong.
-Result<CurveKeys> LoadMemberCurve(const MemberCurveFlags& flags);
+// The member's key must have `role` (any role when nullopt: hetps-status may use any admitted
+// key) and DIR/scheduler.pub the scheduler's. The error names the file that is missing or wrong.
+Result<CurveKeys> LoadMemberCurve(const MemberCurveFlags& flags, std::optional<KeyRole> role);
 
 }  // namespace hetps

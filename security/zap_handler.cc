@@ -16,11 +16,11 @@ std::string Text(const zmq::message_t& frame) {
 
 }  // namespace
 
-Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context,
-                                                      const std::map<std::string, std::string>& allowed,
+Result<std::unique_ptr<ZapHandler>> ZapHandler::Start(zmq::context_t& context, const AllowedKeys& allowed,
                                                       RefusalCounter* refusals, std::string what) {
   std::map<std::string, std::string> names;
-  for (const auto& [name, z85] : allowed) {
+  for (const auto& [name, key] : allowed) {
+    const std::string& z85 = key.key;
     std::string binary(32, '\0');
     if (z85.size() != 40 ||
         zmq_z85_decode(reinterpret_cast<uint8_t*>(binary.data()), z85.c_str()) == nullptr) {

@@ -22,17 +22,18 @@
 
 #include "common/refusals.h"
 #include "common/status.h"
+#include "security/curve_keys.h"
 
 namespace hetps {
 
 class ZapHandler {
  public:
   // Binds the handler endpoint of `context` and starts answering. `allowed` maps key names to
-  // Z85 public keys; `refusals` (may be null) counts refused handshakes and must outlive the
+  // public keys (their roles are the caller's to check: a connection carries its key's name);
+  // `refusals` (may be null) counts refused handshakes and must outlive the
   // handler; `what` names the process in logs ("the scheduler"). FailedPrecondition when the
   // context has a handler already.
-  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context,
-                                                   const std::map<std::string, std::string>& allowed,
+  static Result<std::unique_ptr<ZapHandler>> Start(zmq::context_t& context, const AllowedKeys& allowed,
                                                    RefusalCounter* refusals, std::string what);
   ~ZapHandler();
   ZapHandler(const ZapHandler&) = delete;

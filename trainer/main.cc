@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
   hetps::AddLogLevelFlag(app, &log_level);
   if (int code = hetps::ParseFlags(app, argc, argv); code >= 0) return code;
   hetps::ApplyLogLevel(log_level);
-  auto keys = hetps::LoadMemberCurve(curve);
+  auto keys = hetps::LoadMemberCurve(curve, hetps::KeyRole::kTrainer);
   if (!keys.ok()) return hetps::FatalError("hetps-trainer", keys.status());
   options.curve = *keys;
   options.overlap = !no_overlap;

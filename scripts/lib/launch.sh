@@ -172,7 +172,7 @@ settle_job() {
   restarts=0
 }
 
-# --secure: one key pair per process; each member's flags name its key.
+# --secure: one key pair per process, each of its process's role; each member's flags name its key.
 curve_flags() {  # the flags of the member whose key is named $1 (none without --secure)
   ((secure)) && echo "--curve-keys $keys --key-name $1"
   return 0
@@ -182,8 +182,9 @@ curve_flags() {  # the flags of the member whose key is named $1 (none without -
 make_keys() {
   keys="$run_dir/keys"
   ((secure)) || return 0
+  local name
   for name in scheduler $(seq -f 'server-%g' 0 $((servers - 1))) $(seq -f 'trainer-%g' 0 $((trainers - 1))) status; do
-    "$bin/hetps-keygen" "$keys" "$name" > /dev/null
+    "$bin/hetps-keygen" "$keys" "$name" --role "${name%%-*}" > /dev/null
   done
   scheduler_flags+=(--curve-keys "$keys")
   echo "$tool: CURVE on; keys in $keys"

@@ -4,6 +4,9 @@
 #   checkpoints and writes the model (over the scheduler's links to the servers), while a
 #   trainer with an unlisted key and a trainer without CURVE are refused, told why, and exit;
 #   the scheduler counts both as unauthenticated;
+# - keys are bound to roles: a member whose own key is of another role stops at start, and one
+#   that relabelled its own copy of a listed key (the status key as a trainer's, a trainer's as a
+#   server's) is refused at Join, told why, and exits; the scheduler counts both as impostors;
 # - hetps-status reads the CURVE scheduler's status with a listed key (--curve-keys, --key-name),
 #   and without keys, or with the unlisted key, stops at once with an error naming those options;
 # - nothing readable on the wire: members reach the scheduler through a relay that records every
@@ -15,13 +18,29 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$1"
 keys=$work/keys
 for name in scheduler server-0 trainer-0 trainer-1 status; do "$bin/hetps-keygen" "$keys" "$name" > /dev/null; done
 # The intruder has the scheduler's public key, but its own key is not among the job's.
-"$bin/hetps-keygen" "$work/intruder" intruder > /dev/null
+"$bin/hetps-keygen" "$work/intruder" intruder --role trainer > /dev/null
 cp "$keys/scheduler.pub" "$work/intruder/"
 [[ $(stat -c %a "$keys/trainer-0.key") == 600 ]] || { echo "a secret key is not mode 600"; exit 1; }
-if "$bin/hetps-keygen" "$keys" trainer-0 2> "$work/keygen.err"; then
-  echo "hetps-keygen overwrote a key"; exit 1
-fi
-grep -q "never overwritten" "$work/keygen.err"
+grep -qx "role: server" "$keys/server-0.pub" || { echo "server-0.pub does not hold its role"; cat "$keys/server-0.pub"; exit 1; }
+# expect_failure PATTERN COMMAND...: COMMAND fails, saying PATTERN on stderr.
+expect_failure() {
+  local pattern=$1
+  shift
+  if "$@" 2> "$work/failure.err"; then echo "succeeded, but should not have: $*"; exit 1; fi
+  grep -q -- "$pattern" "$work/failure.err" || { echo "no '$pattern' from: $*"; cat "$work/failure.err"; exit 1; }
+}
+expect_failure "never overwritten" "$bin/hetps-keygen" "$keys" trainer-0
+expect_failure "does not say the key's role: give --role" "$bin/hetps-keygen" "$work/other" laptop
+expect_failure "'scheduler' cannot be a trainer key" "$bin/hetps-keygen" "$work/other" scheduler --role trainer
+# relabelled SOURCE ROLE: a directory holding a copy of the key pair SOURCE whose public key
+# claims ROLE, and the scheduler's public key (what a member could make of its own copy).
+relabelled() {
+  local dir=$work/relabelled-$1
+  mkdir -p "$dir"
+  cp "$keys/$1.key" "$keys/scheduler.pub" "$dir/"
+  sed "s/^role: .*/role: $2/" "$keys/$1.pub" > "$dir/$1.pub"
+  echo "$dir"
+}
 
 # relay_to ENDPOINT NAME: starts a recording relay to ENDPOINT; sets $relayed to its endpoint.
 relay_to() {
@@ -60,6 +79,15 @@ run_job() {
     ((status != 0)) && grep -q "one side uses CURVE and the other does not" "$work/plain.log" ||
       { echo "a plaintext trainer was not refused as such (exit $status)"; cat "$work/plain.log"; exit 1; }
     grep -h "error:" "$work/intruder.log" "$work/plain.log"
+    # Keys bound to roles: at start, and at Join against a copy relabelled by its holder.
+    expect_failure "the key 'trainer-1' is a trainer key, and this process is a server" \
+      "$bin/hetps-server" --scheduler "$endpoint" --curve-keys "$keys" --key-name trainer-1
+    expect_failure "the key 'status' is a status key and cannot join as a trainer" \
+      "$bin/hetps-trainer" --scheduler "$endpoint" --device cpu --curve-keys "$(relabelled status trainer)" \
+      --key-name status --connect-timeout 20
+    expect_failure "the key 'trainer-1' is a trainer key and cannot join as a server" \
+      "$bin/hetps-server" --scheduler "$endpoint" --curve-keys "$(relabelled trainer-1 server)" \
+      --key-name trainer-1 --connect-timeout 20
     check_status
   fi
   start_member "$name-trainer-0" hetps-trainer --device cpu ${flags[@]+"${flags[@]}" --key-name trainer-0}
@@ -111,5 +139,8 @@ s = json.load(open(sys.argv[1]))
 refused = s["scheduler_refusals"].get("unauthenticated", 0)
 # The unlisted key and the plaintext trainer, each at least once (both retry until they give up).
 assert refused >= 2, f"the scheduler counted {refused} unauthenticated connections: {s['scheduler_refusals']}"
+# The two relabelled keys' Joins.
+impostors = s["scheduler_refusals"].get("impostor", 0)
+assert impostors >= 2, f"the scheduler counted {impostors} impostors: {s['scheduler_refusals']}"
 print(f"scheduler refusals: {s['scheduler_refusals']}")
 PY

@@ -104,7 +104,8 @@ submit() {  # NAME SBATCH-FLAGS... -- SCRIPT-FLAGS...: sbatch --wait; sets code
 }
 
 steps_before=$(grep -c 'launch task StepId=' "$work/slurmd.log" || true)
-submit run "$root/deploy/slurm/hetps.sbatch" --model mlp --mode sync --epochs 1 \
+# With CURVE (HETPS_SECURE=1): keys of their roles for every task, made by the batch script.
+HETPS_SECURE=1 submit run "$root/deploy/slurm/hetps.sbatch" --model mlp --mode sync --epochs 1 \
   --max-train-samples 12000 --lr 0.02 --momentum 0.9
 [[ $code == 0 ]] || fail "the job: sbatch --wait exited $code"
 /usr/bin/python3 "$root/tests/e2e/check_summary.py" "$work/run/summary.json" sync 2 2 0.70 12000 ||
@@ -115,6 +116,8 @@ for log in scheduler server-0 server-1 trainer-0 trainer-1; do
   [[ -s $work/run/$log.log ]] || fail "the job: $log.log is empty"
 done
 grep -q 'hetps.sbatch: done' "$work/run.out" || fail "the job: no closing line in its output"
+grep -q 'CURVE on: admitting 6 keys' "$work/run/scheduler.log" || fail "the job did not run with CURVE"
+grep -qx 'role: trainer' "$work/run/keys/trainer-1.pub" || fail "trainer-1's key has no trainer role"
 echo "ok: the job trained through sbatch in $steps steps to" \
   "$(/usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["final_test_accuracy"])' "$work/run/summary.json")"
 

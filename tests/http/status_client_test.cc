@@ -35,10 +35,11 @@ CATCH_TEST_CASE("hetps-status reads a CURVE scheduler with an admitted key and i
   const std::string keys = dir / "keys";
   std::map<std::string, CurveKeyPair> pairs;
   for (const char* name : {"scheduler", "status"}) {
-    pairs[name] = *NewCurveKeyPair(name);
+    pairs[name] = *NewCurveKeyPair(name, *RoleOfKeyName(name));
     CATCH_REQUIRE(WriteCurveKeyPair(keys, pairs[name]).ok());
   }
-  const CurveKeyPair intruder = *NewCurveKeyPair("intruder");  // not in the scheduler's directory
+  const CurveKeyPair intruder =
+      *NewCurveKeyPair("intruder", KeyRole::kStatus);  // not in the scheduler's directory
 
   // The scheduler alone (one CURVE handler per ZeroMQ context: its servers would need their own).
   zmq::context_t context(1);

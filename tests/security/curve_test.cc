@@ -10,10 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "common/handshake_monitor.h"
 #include "common/transport.h"
 #include "security/curve_keys.h"
+#include "security/member_curve.h"
 #include "security/zap_handler.h"
 
 namespace hetps {
@@ -40,7 +43,7 @@ CATCH_TEST_CASE("Key pairs are written once, secret keys private, and read back 
                 "[security][curve]") {
   TempDir dir;
   const std::string keys = dir.path + "/keys";
-  auto pair = NewCurveKeyPair("trainer-0");
+  auto pair = NewCurveKeyPair("trainer-0", KeyRole::kTrainer);
   CATCH_REQUIRE(pair.ok());
   CATCH_REQUIRE(WriteCurveKeyPair(keys, *pair).ok());
   struct stat info {};
@@ -51,7 +54,7 @@ CATCH_TEST_CASE("Key pairs are written once, secret keys private, and read back 
   CATCH_CHECK(read->public_key == pair->public_key);
   CATCH_CHECK(read->secret_key == pair->secret_key);
   // Never overwritten.
-  Status again = WriteCurveKeyPair(keys, *NewCurveKeyPair("trainer-0"));
+  Status again = WriteCurveKeyPair(keys, *NewCurveKeyPair("trainer-0", KeyRole::kTrainer));
   CATCH_CHECK(Contains(again.message(), "never overwritten"));
   CATCH_CHECK(ReadCurveKeyPair(keys, "trainer-0")->secret_key == pair->secret_key);
   // A secret key others can read is refused, naming the file.
@@ -61,7 +64,7 @@ CATCH_TEST_CASE("Key pairs are written once, secret keys private, and read back 
   CATCH_CHECK(Contains(exposed.status().message(), "trainer-0.key: the secret key is readable by others"));
   ::chmod((keys + "/trainer-0.key").c_str(), 0600);
   // A public key that is not the secret key's.
-  CATCH_REQUIRE(WriteCurveKeyPair(keys, *NewCurveKeyPair("other")).ok());
+  CATCH_REQUIRE(WriteCurveKeyPair(keys, *NewCurveKeyPair("other", KeyRole::kTrainer)).ok());
   fs::copy_file(keys + "/other.pub", keys + "/trainer-0.pub", fs::copy_options::overwrite_existing);
   auto mismatched = ReadCurveKeyPair(keys, "trainer-0");
   CATCH_REQUIRE_FALSE(mismatched.ok());
@@ -73,13 +76,69 @@ CATCH_TEST_CASE("Key pairs are written once, secret keys private, and read back 
   CATCH_CHECK(Contains(broken.status().message(), "broken.pub: not a CURVE key"));
   // Allowed names without a file, and names that cannot be file names.
   CATCH_CHECK(Contains(ReadAllowedKeys(keys, {"nobody"}).status().message(), "allowed key 'nobody'"));
-  CATCH_CHECK_FALSE(NewCurveKeyPair("../escape").ok());
+  CATCH_CHECK_FALSE(NewCurveKeyPair("../escape", KeyRole::kTrainer).ok());
   CATCH_CHECK_FALSE(ReadAllowedKeys(keys, {"a/b"}).ok());
+}
+
+CATCH_TEST_CASE("A key has one role, written beside its public key and read back with it",
+                "[security][curve]") {
+  TempDir dir;
+  const std::string keys = dir.path + "/keys";
+  for (const auto& [name, role] :
+       std::vector<std::pair<std::string, KeyRole>>{{"scheduler", KeyRole::kScheduler},
+                                                    {"server-0", KeyRole::kServer},
+                                                    {"laptop", KeyRole::kTrainer},
+                                                    {"status", KeyRole::kStatus}}) {
+    CATCH_REQUIRE(WriteCurveKeyPair(keys, *NewCurveKeyPair(name, role)).ok());
+    CATCH_CHECK(ReadCurveKeyPair(keys, name)->role == role);
+  }
+  std::ifstream pub(keys + "/server-0.pub");
+  std::string key_line, role_line;
+  std::getline(pub, key_line);
+  std::getline(pub, role_line);
+  CATCH_CHECK(key_line.size() == 40);
+  CATCH_CHECK(role_line == "role: server");
+  auto allowed = ReadAllowedKeys(keys, {});
+  CATCH_REQUIRE(allowed.ok());
+  CATCH_CHECK(allowed->size() == 4);
+  CATCH_CHECK(allowed->at("laptop").role == KeyRole::kTrainer);
+  CATCH_CHECK(allowed->at("status").role == KeyRole::kStatus);
+
+  // The scheduler's key is named so, and no other key is.
+  CATCH_CHECK(Contains(NewCurveKeyPair("scheduler", KeyRole::kTrainer).status().message(),
+                       "'scheduler' cannot be a trainer key"));
+  CATCH_CHECK_FALSE(NewCurveKeyPair("boss", KeyRole::kScheduler).ok());
+  // Names that say their role, and names that do not.
+  CATCH_CHECK(RoleOfKeyName("server-3") == KeyRole::kServer);
+  CATCH_CHECK(RoleOfKeyName("trainer-mac") == KeyRole::kTrainer);
+  CATCH_CHECK(RoleOfKeyName("status") == KeyRole::kStatus);
+  CATCH_CHECK_FALSE(RoleOfKeyName("laptop").has_value());
+  CATCH_CHECK(ParseKeyRole("server") == KeyRole::kServer);
+  CATCH_CHECK_FALSE(ParseKeyRole("admin").has_value());
+
+  // A public key without a role (as written before keys had roles), or with an unknown one, is
+  // refused, naming the file and the command that makes a new pair.
+  const std::string old_key = key_line;
+  std::ofstream(keys + "/old.pub") << old_key << "\n";
+  auto old = ReadAllowedKeys(keys, {"old"});
+  CATCH_REQUIRE_FALSE(old.ok());
+  CATCH_CHECK(Contains(old.status().message(), "old.pub: the key has no role"));
+  CATCH_CHECK(Contains(old.status().message(), "hetps-keygen " + keys + " old --role ROLE"));
+  std::ofstream(keys + "/odd.pub") << old_key << "\nrole: admin\n";
+  CATCH_CHECK(Contains(ReadAllowedKeys(keys, {"odd"}).status().message(), "odd.pub: unknown role 'admin'"));
+
+  // A member's own key must be of its role (hetps-status takes any).
+  CATCH_CHECK(LoadMemberCurve({keys, "server-0"}, KeyRole::kServer).ok());
+  auto swapped = LoadMemberCurve({keys, "laptop"}, KeyRole::kServer);
+  CATCH_REQUIRE_FALSE(swapped.ok());
+  CATCH_CHECK(Contains(swapped.status().message(),
+                       "the key 'laptop' is a trainer key, and this process is a server"));
+  CATCH_CHECK(LoadMemberCurve({keys, "laptop"}, std::nullopt).ok());
 }
 
 // A CURVE server ROUTER on 127.0.0.1 whose context admits `allowed`.
 struct CurveServer {
-  explicit CurveServer(const std::map<std::string, std::string>& allowed) {
+  explicit CurveServer(const AllowedKeys& allowed) {
     auto zap = ZapHandler::Start(context, allowed, &refusals, "the test server");
     CATCH_REQUIRE(zap.ok());
     handler = std::move(*zap);
@@ -94,7 +153,7 @@ struct CurveServer {
   }
 
   zmq::context_t context{1};
-  CurveKeyPair keys = *NewCurveKeyPair("server");
+  CurveKeyPair keys = *NewCurveKeyPair("server", KeyRole::kServer);
   RefusalCounter refusals;
   std::unique_ptr<ZapHandler> handler;
   zmq::socket_t socket;
@@ -131,9 +190,9 @@ struct Client {
 
 CATCH_TEST_CASE("A CURVE server admits listed keys under their names and refuses the rest",
                 "[security][curve]") {
-  const CurveKeyPair trainer = *NewCurveKeyPair("trainer-0");
-  const CurveKeyPair intruder = *NewCurveKeyPair("intruder");
-  CurveServer server({{"trainer-0", trainer.public_key}});
+  const CurveKeyPair trainer = *NewCurveKeyPair("trainer-0", KeyRole::kTrainer);
+  const CurveKeyPair intruder = *NewCurveKeyPair("intruder", KeyRole::kTrainer);
+  CurveServer server({{"trainer-0", {trainer.public_key, trainer.role}}});
   zmq::context_t client_context(1);
 
   CATCH_SECTION("a listed key: its messages arrive with its name as the user id") {
