@@ -216,11 +216,17 @@ struct JobOptions {
   uint32_t nonfinite_limit = 10;                 // a trainer whose steps the servers left out this
                                                  // many times in a row (NaN or Inf gradients) is
                                                  // dropped from the job; 0: never
-  CheckpointOptions checkpoint;                  // checkpoints, and recovery from a lost server
-  std::string model_out;                         // write the trained model here (safetensors) at
-                                                 // the end; empty: not written
-  SecurityOptions security;                      // CURVE (docs/security.md); default: none
-  HttpOptions http;                              // status over HTTP (docs/operations.md); default: off
+  // A trainer that a sync or diloco round or an ssp bound waits for longer than
+  // stall_pace_factor times its own pace per step (as the servers measure it), and at least
+  // stall_floor_s, is left out of that step; the second time it is dropped from the job.
+  // stall_floor_s 0: never (docs/errors.md, "stalled").
+  uint32_t stall_floor_s = 30;
+  uint32_t stall_pace_factor = 10;
+  CheckpointOptions checkpoint;  // checkpoints, and recovery from a lost server
+  std::string model_out;         // write the trained model here (safetensors) at
+                                 // the end; empty: not written
+  SecurityOptions security;      // CURVE (docs/security.md); default: none
+  HttpOptions http;              // status over HTTP (docs/operations.md); default: off
 };
 
 // Field names accepted at the top level of a job file, in documentation order.

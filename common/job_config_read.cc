@@ -94,6 +94,8 @@ std::vector<Field> TopLevelFields(JobOptions* o, const std::string& source) {
       {"request_timeout_ms", u32(&o->request_timeout_ms, 100, kMaxRequestTimeoutMs)},
       {"progress_interval_ms", u32(&o->progress_interval_ms, 10, 3600000)},
       {"nonfinite_limit", u32(&o->nonfinite_limit, 0, 1u << 30)},
+      {"stall_floor_s", u32(&o->stall_floor_s, 0, 86400)},
+      {"stall_pace_factor", u32(&o->stall_pace_factor, 2, 10000)},
       // The same as checkpoint.keep, at the top level.
       {"checkpoint_keep", u32(&o->checkpoint.keep, 1, 1000000)},
       {"checkpoint", [o, source](const YAML::Node& n,

@@ -143,6 +143,8 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "request_timeout_ms" << YAML::Value << o.request_timeout_ms;
   out << YAML::Key << "progress_interval_ms" << YAML::Value << o.progress_interval_ms;
   out << YAML::Key << "nonfinite_limit" << YAML::Value << o.nonfinite_limit;
+  out << YAML::Key << "stall_floor_s" << YAML::Value << o.stall_floor_s;
+  out << YAML::Key << "stall_pace_factor" << YAML::Value << o.stall_pace_factor;
   out << YAML::Key << "checkpoint" << YAML::Value << YAML::BeginMap;
   out << YAML::Key << "dir" << YAML::Value << o.checkpoint.dir;
   out << YAML::Key << "interval_seconds" << YAML::Value << o.checkpoint.interval_seconds;

@@ -20,6 +20,8 @@ const char* RefusalName(Refusal reason) {
       return "invalid";
     case Refusal::NonFinite:
       return "nonfinite";
+    case Refusal::Late:
+      return "late";
   }
   return "unknown";
 }

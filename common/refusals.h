@@ -20,7 +20,7 @@ using Refusal = wire::RefusalReason;
 constexpr size_t kRefusalReasons = static_cast<size_t>(wire::RefusalReason::MAX) + 1;
 
 // The reason's name in logs and the run summary: "unverified", "oversized", "impostor",
-// "unauthenticated", "over_limit", "unexpected", "invalid", "nonfinite".
+// "unauthenticated", "over_limit", "unexpected", "invalid", "nonfinite", "late".
 const char* RefusalName(Refusal reason);
 
 struct RefusalTally {

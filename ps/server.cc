@@ -233,7 +233,18 @@ void Server::HandleData(Message message) {
                         std::to_string(shard_->LeftOutSteps(trainer)) +
                         " of its steps so far): " + pushed.left_out);
       }
-      if (shard_->IsSyncStep(push->clock())) rounds_.Pushed(push->clock(), std::chrono::steady_clock::now());
+      const auto now = std::chrono::steady_clock::now();
+      if (pushed.late) {
+        // Accepted, so that the trainer goes on with the weights of the steps that went on.
+        NoteRefusal(refusals_, message, Refusal::Late,
+                    "trainer " + std::to_string(trainer) + "'s push of step " +
+                        std::to_string(push->clock()) +
+                        " came after the job went on without it (it held that step too long; docs/errors.md, "
+                        "\"stalled\"): nothing of it applied");
+      } else {
+        paces_.Pushed(trainer, push->clock(), now);
+        if (shard_->IsSyncStep(push->clock())) rounds_.Pushed(push->clock(), now);
+      }
       if (push->pull()) {
         PendingPull pull;
         pull.routing_id = std::move(message.routing_id);
@@ -241,7 +252,7 @@ void Server::HandleData(Message message) {
         pull.partitions.assign(push->partitions()->begin(), push->partitions()->end());
         pull.clock = push->clock() + 1 + push->ahead();
         pull.dtype = push->dtype() == wire::DType::I8 ? push->weights_dtype() : push->dtype();
-        pull.arrived = std::chrono::steady_clock::now();
+        pull.arrived = now;
         pending_.push_back(std::move(pull));
       } else {
         Reply(std::move(message.routing_id), sender_.MakeEmpty(wire::Body::Ack));
@@ -327,6 +338,9 @@ Status Server::ApplyMembership(const wire::Membership& membership) {
 
 void Server::UpdateShardTrainers() {
   shard_->SetLiveTrainers(live_trainers_, from_clocks_);
+  std::vector<uint32_t> live = live_trainers_;
+  std::sort(live.begin(), live.end());
+  paces_.Keep(live);
   // Pulls from trainers that left will never be collected.
   pending_.erase(std::remove_if(pending_.begin(), pending_.end(),
                                 [&](const PendingPull& p) { return !shard_->IsLive(p.trainer); }),
@@ -415,7 +429,29 @@ Server::Counters Server::CurrentStats() const {
   counters.pulls = pulls_answered_;
   counters.refusals = refusals_.Snapshot();
   counters.round_seconds = rounds_.seconds();
+  counters.waits = Waits(std::chrono::steady_clock::now());
   return counters;
+}
+
+std::vector<Server::Wait> Server::Waits(std::chrono::steady_clock::time_point now) const {
+  std::map<uint32_t, Wait> by_trainer;
+  if (!shard_) return {};
+  for (const PendingPull& pull : pending_) {
+    if (pull.latest) continue;
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - pull.arrived);
+    for (const Shard::Hold& hold : shard_->Holders(pull.partitions, pull.clock)) {
+      Wait& wait = by_trainer[hold.trainer];
+      if (waited < wait.waited) continue;
+      wait.hold = hold;
+      wait.waited = waited;
+    }
+  }
+  std::vector<Wait> waits;
+  for (auto& [trainer, wait] : by_trainer) {
+    wait.pace = paces_.Of(trainer);
+    waits.push_back(wait);
+  }
+  return waits;
 }
 
 void Server::PublishStats() {
@@ -439,11 +475,17 @@ zmq::message_t Server::BuildHeartbeat(Sender& sender, const Counters& counters, 
   for (const auto& [trainer, counts] : stats.left_out) {
     left_out.push_back(wire::CreateTrainerNonFinite(fbb, trainer, counts.steps, counts.in_a_row));
   }
+  std::vector<flatbuffers::Offset<wire::TrainerWait>> waits;
+  for (const Wait& w : counters.waits) {
+    waits.push_back(wire::CreateTrainerWait(fbb, w.hold.trainer, w.hold.step, w.hold.until,
+                                            static_cast<uint64_t>(w.waited.count()),
+                                            static_cast<uint64_t>(w.pace.count())));
+  }
   auto server_stats = wire::CreateServerStats(
       fbb, stats.version, stats.pushes, counters.pulls, counters.refusals.total(), stats.rounds,
       fbb.CreateVector(stats.staleness_counts), stats.staleness_max, stats.max_clock_gap,
       counters.refusals.ToWire(fbb), stats.staleness_sum, counters.round_seconds.ToWire(fbb),
-      stats.apply_seconds.ToWire(fbb), fbb.CreateVector(left_out));
+      stats.apply_seconds.ToWire(fbb), fbb.CreateVector(left_out), fbb.CreateVector(waits));
   if (goodbye) {
     auto body = wire::CreateGoodbye(fbb, server_stats);
     return sender.Seal(fbb, wire::Body::Goodbye, body.Union());

@@ -18,6 +18,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <zmq.hpp>
 
@@ -30,6 +31,7 @@
 #include "ps/round_timer.h"
 #include "ps/shard.h"
 #include "ps/trainer_identities.h"
+#include "ps/trainer_pace.h"
 #include "security/zap_handler.h"
 
 namespace hetps {
@@ -130,13 +132,21 @@ class Server {
   // mode: auto: adopts the scheduler's switch (logged; ignored with a warning when it does not apply).
   void SwitchMode(const wire::ModeSwitch& change);
 
-  // The counters heartbeats and Goodbye carry.
+  // The counters heartbeats and Goodbye carry, with the trainers the pulls held now wait for
+  // (ServerStats.waits): per trainer, the longest-waiting pull's hold.
+  struct Wait {
+    Shard::Hold hold;
+    std::chrono::milliseconds waited{0};
+    std::chrono::milliseconds pace{0};  // TrainerPace::Of
+  };
   struct Counters {
     Shard::Stats shard;
     uint64_t pulls = 0;
     RefusalTally refusals;
     SecondsHistogram round_seconds;
+    std::vector<Wait> waits;
   };
+  std::vector<Wait> Waits(std::chrono::steady_clock::time_point now) const;
   Counters CurrentStats() const;
   // Copies the counters for the control channel's thread, which sends the heartbeats, at most
   // every kStatsPublishInterval.
@@ -166,6 +176,7 @@ class Server {
   std::unique_ptr<ZapHandler> zap_;  // with CURVE: admits trainers' keys (counts in refusals_)
   uint64_t pulls_answered_ = 0;
   RoundTimer rounds_;
+  TrainerPace paces_;
   uint64_t stale_messages_ = 0;  // data messages of an older generation, dropped
   uint64_t undelivered_ = 0;     // replies dropped: the trainer's queue full, or the trainer gone
   int64_t cut_requests_ = 0;     // checkpoint requests received (for the fault injection)

@@ -125,8 +125,9 @@ void Shard::SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint
   std::sort(ranks.begin(), ranks.end());
   for (uint32_t t : ranks) {
     auto from = from_clocks.find(t);
-    if (from == from_clocks.end() || from->second == 0 || IsLive(t)) continue;
-    // A newcomer starts at the others' clocks, not at 0: ssp must not hold them back for it.
+    if (from == from_clocks.end() || from->second == 0) continue;
+    // A newcomer starts at the others' clocks, not at 0: ssp must not hold them back for it; nor
+    // for a trainer left out of the steps it held.
     TrainerClock& clock = clocks_[t];
     clock.pushed = std::max(clock.pushed, from->second);
     clock.from = std::max(clock.from, from->second);
@@ -283,6 +284,8 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames, Push
                                            : std::to_string(kMaxLocalSteps) + " local steps of " + batch) +
                                    ")");
   }
+  auto from = from_clocks_.find(trainer);
+  const bool late = from != from_clocks_.end() && push.clock() < from->second;
   const auto& ids = *push.partitions();
   const auto* versions = push.versions();
   if (!empty && versions != nullptr && versions->size() != ids.size()) {
@@ -305,12 +308,7 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames, Push
                                         " of " + PartitionName(ids[i]) + ", which is only at " +
                                         std::to_string(slot->version));
     }
-    if (!sync) continue;
-    if (auto from = from_clocks_.find(trainer); from != from_clocks_.end() && push.clock() < from->second) {
-      return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " joined at round " +
-                                        std::to_string(from->second) + "; a push for round " +
-                                        std::to_string(push.clock()) + " comes before it");
-    }
+    if (!sync || late) continue;
     // Auto: the first push of a sync (or diloco) phase finds the round counter where the last
     // sync phase left it (other steps count no rounds); the phase's first round is its first
     // step. A partition at round 0 in a sync phase is a replacement server's (restored
@@ -326,6 +324,10 @@ Status Shard::Push(uint32_t trainer, const wire::Push& push, Frames frames, Push
       return Status::FailedPrecondition("trainer " + std::to_string(trainer) + " already pushed round " +
                                         std::to_string(slot->round) + " of " + PartitionName(ids[i]));
     }
+  }
+  if (late) {
+    if (pushed != nullptr) pushed->late = true;
+    return Status::Ok();
   }
   // Valid, and only now read for NaN and infinities: a push left out still counts as its step.
   const std::string unusable = empty ? std::string() : FirstBeyond(ids, *frames, dtype, kLargestGradient);

@@ -105,8 +105,9 @@ class Shard {
 
   // The trainers whose pushes make up a sync round. A round waiting only for trainers that left
   // is completed (and applied) at once. `from_clocks` gives the first clock of trainers that
-  // joined a running job (absent: 0): sync rounds before it complete without them, and in ssp a
-  // trainer new to the set counts as having pushed that many steps.
+  // joined a running job, or that were left out of a step they held (absent: 0): sync rounds
+  // before it complete without them, in ssp they count as having pushed that many steps, and
+  // their pushes for steps before it are late (Push).
   void SetLiveTrainers(std::vector<uint32_t> ranks, std::map<uint32_t, uint64_t> from_clocks = {});
   bool IsLive(uint32_t trainer) const;
   // Whether SetLiveTrainers may take `trainer` with first clock `from_clock` when it is new to
@@ -147,8 +148,13 @@ class Shard {
   // accepted as a push of no samples (a round goes on without its gradients; in async and ssp
   // it moves the trainer's clock and nothing else), counted for its trainer (nonfinite_steps),
   // and `pushed->left_out` names the first such element.
+  //
+  // A push for a step before the trainer's first clock (SetLiveTrainers) is *late*: the job went
+  // on without that step, so it is accepted and nothing of it applied (`pushed->late`); its reply
+  // is the weights of the steps that did go on.
   struct Pushed {
     std::string left_out;  // empty unless the push was left out
+    bool late = false;
   };
   Status Push(uint32_t trainer, const wire::Push& push, Frames frames, Pushed* pushed = nullptr);
   // Gradient elements larger than this (2^100) are left out as infinities would be: no training
@@ -176,6 +182,17 @@ class Shard {
   // `clock - staleness` pushes along on each of them. (Per partition: a step's gradients arrive
   // in several pushes, and a pull answered after the first must not miss the others.)
   bool PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, bool latest) const;
+
+  // Who a pull at `clock` (not `latest`) that is not ready waits for: each live trainer that has
+  // not pushed `step`, which the round (sync, diloco) or the ssp bound the pull needs takes in;
+  // the pull no longer waits for it once its first clock is `until`. None while a partition
+  // waits for its initial weights.
+  struct Hold {
+    uint32_t trainer = 0;
+    uint64_t step = 0;
+    uint64_t until = 0;
+  };
+  std::vector<Hold> Holders(const std::vector<uint32_t>& partitions, uint64_t clock) const;
 
   // Records that a pull at `clock` (not `latest`) was answered, for max_clock_gap.
   void RecordAdmission(uint64_t clock);
@@ -304,6 +321,9 @@ class Shard {
   Status CheckFrames(const flatbuffers::Vector<uint32_t>& ids, const std::vector<zmq::message_t>& frames,
                      bool allow_empty, wire::DType dtype) const;
   // ---- Rounds (shard_rounds.cc) and optimizer steps (shard_apply.cc) ----
+  // Whether the open round of `slot` waits for live trainer `t`: it counts from before the
+  // round, is not out of data (auto) and has not pushed it.
+  bool RoundAwaits(const Slot& slot, uint32_t t) const;
   // Whether every live trainer has pushed the open round (and someone has).
   bool RoundComplete(const Slot& slot) const;
   void CompleteRoundIfReady(Slot& slot);
@@ -353,6 +373,10 @@ class Shard {
   // every one of `partitions`; none when there is no such trainer.
   std::optional<uint64_t> SlowestClock() const;
   std::optional<uint64_t> SlowestClock(const std::vector<uint32_t>& partitions) const;
+  // Calls `visit(t, steps)` for each live trainer that is not idle (ssp) and each of `partitions`:
+  // the steps it counts as having pushed to that partition.
+  void VisitBusySteps(const std::vector<uint32_t>& partitions,
+                      const std::function<void(uint32_t, uint64_t)>& visit) const;
 
   struct TrainerClock {
     uint64_t pushed = 0;  // pushes accepted: the trainer's clock

@@ -26,8 +26,8 @@ std::optional<uint64_t> Shard::SlowestClock() const {
   return slowest;
 }
 
-std::optional<uint64_t> Shard::SlowestClock(const std::vector<uint32_t>& partitions) const {
-  std::optional<uint64_t> slowest;
+void Shard::VisitBusySteps(const std::vector<uint32_t>& partitions,
+                           const std::function<void(uint32_t, uint64_t)>& visit) const {
   for (uint32_t t : live_trainers_) {
     auto it = clocks_.find(t);
     const TrainerClock clock = it == clocks_.end() ? TrainerClock{} : it->second;
@@ -35,10 +35,16 @@ std::optional<uint64_t> Shard::SlowestClock(const std::vector<uint32_t>& partiti
     for (uint32_t id : partitions) {
       const Slot& slot = **Find(id);
       auto pushed = slot.trainer_clocks.find(t);
-      const uint64_t steps = std::max(clock.from, pushed == slot.trainer_clocks.end() ? 0 : pushed->second);
-      slowest = std::min(slowest.value_or(steps), steps);
+      visit(t, std::max(clock.from, pushed == slot.trainer_clocks.end() ? 0 : pushed->second));
     }
   }
+}
+
+std::optional<uint64_t> Shard::SlowestClock(const std::vector<uint32_t>& partitions) const {
+  std::optional<uint64_t> slowest;
+  VisitBusySteps(partitions, [&slowest](uint32_t, uint64_t steps) {
+    slowest = std::min(slowest.value_or(steps), steps);
+  });
   return slowest;
 }
 
@@ -91,6 +97,44 @@ bool Shard::PullReady(const std::vector<uint32_t>& partitions, uint64_t clock, b
   if (clock <= bound) return true;
   const auto slowest = SlowestClock(partitions);
   return !slowest || *slowest >= clock - bound;
+}
+
+std::vector<Shard::Hold> Shard::Holders(const std::vector<uint32_t>& partitions, uint64_t clock) const {
+  std::vector<Hold> holds;
+  auto hold = [&holds](uint32_t trainer, uint64_t step, uint64_t until) {
+    for (const Hold& h : holds) {
+      if (h.trainer == trainer) return;  // its earliest step missing is the one named
+    }
+    holds.push_back({trainer, step, until});
+  };
+  for (uint32_t id : partitions) {
+    if (!(*Find(id))->initialized) return {};
+  }
+  // As PullReady: a pull after a step with rounds waits for that round, else the bound of its own
+  // step's rule (ssp; auto's barrier before a sync phase is a bound of 0).
+  if (HasRounds(RuleAt(clock > 0 ? clock - 1 : 0).mode, options_.diloco) && clock > 0) {
+    for (uint32_t id : partitions) {
+      const Slot& slot = **Find(id);
+      if (slot.round >= clock) continue;
+      for (uint32_t t : live_trainers_) {
+        if (RoundAwaits(slot, t)) hold(t, slot.round, slot.round + 1);
+      }
+    }
+    return holds;
+  }
+  const ModeSchedule::Phase next = RuleAt(clock);
+  uint64_t bound = 0;
+  if (next.mode == ConsistencyMode::kSsp) {
+    bound = next.staleness;
+  } else if (options_.mode != ConsistencyMode::kAuto || !HasRounds(next.mode, options_.diloco)) {
+    return holds;
+  }
+  if (clock <= bound) return holds;
+  const uint64_t needed = clock - bound;
+  VisitBusySteps(partitions, [&](uint32_t t, uint64_t steps) {
+    if (steps < needed) hold(t, steps, needed);
+  });
+  return holds;
 }
 
 void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dtype,

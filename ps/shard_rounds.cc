@@ -7,18 +7,19 @@
 
 namespace hetps {
 
+bool Shard::RoundAwaits(const Slot& slot, uint32_t t) const {
+  if (auto from = from_clocks_.find(t); from != from_clocks_.end() && from->second > slot.round) return false;
+  if (options_.mode == ConsistencyMode::kAuto) {
+    auto clock = clocks_.find(t);
+    if (clock != clocks_.end() && clock->second.idle) return false;  // out of data: not in the round
+  }
+  return std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end();
+}
+
 bool Shard::RoundComplete(const Slot& slot) const {
   if (slot.pushed.empty()) return false;
-  const bool automatic = options_.mode == ConsistencyMode::kAuto;
-  for (uint32_t t : live_trainers_) {
-    if (auto from = from_clocks_.find(t); from != from_clocks_.end() && from->second > slot.round) continue;
-    if (automatic) {
-      auto clock = clocks_.find(t);
-      if (clock != clocks_.end() && clock->second.idle) continue;  // out of data: not in the round
-    }
-    if (std::find(slot.pushed.begin(), slot.pushed.end(), t) == slot.pushed.end()) return false;
-  }
-  return true;
+  return std::none_of(live_trainers_.begin(), live_trainers_.end(),
+                      [&](uint32_t t) { return RoundAwaits(slot, t); });
 }
 
 void Shard::CompleteRoundIfReady(Slot& slot) {

@@ -190,6 +190,15 @@ std::string RunSummary::ToJson() const {
   nlohmann::ordered_json dropped_json = nlohmann::ordered_json::array();
   for (const Dropped& d : dropped) dropped_json.push_back({{"trainer", d.trainer}, {"reason", d.reason}});
   j["dropped"] = dropped_json;
+  nlohmann::ordered_json stalls_json = nlohmann::ordered_json::array();
+  for (const Stall& st : stalls) {
+    stalls_json.push_back({{"trainer", st.trainer},
+                           {"step", st.step},
+                           {"waited_s", st.waited_seconds},
+                           {"limit_s", st.limit_seconds},
+                           {"dropped", st.dropped}});
+  }
+  j["stalls"] = stalls_json;
   nlohmann::ordered_json nonfinite_json = nlohmann::ordered_json::object();
   for (const auto& [trainer, steps] : nonfinite_pushes) nonfinite_json[std::to_string(trainer)] = steps;
   j["nonfinite_pushes"] = nonfinite_json;

@@ -68,6 +68,16 @@ struct Dropped {
   std::string reason;
 };
 
+// A trainer that a server's rule waited for too long (StallWatch): left out of `step`, or for
+// the second time, dropped (then also in `dropped`).
+struct Stall {
+  uint32_t trainer = 0;
+  uint64_t step = 0;
+  double waited_seconds = 0;
+  double limit_seconds = 0;
+  bool dropped = false;
+};
+
 struct Failure {
   std::string role;  // "server" or "trainer"
   uint32_t rank = 0;
@@ -153,6 +163,7 @@ struct RunSummary {
   std::vector<TrainerSummary> trainer_details;
   std::vector<Failure> failures;
   std::vector<Dropped> dropped;
+  std::vector<Stall> stalls;
   // Per trainer with any: its steps whose gradients a server left out for NaN or infinite values
   // (the most any one server left out).
   std::map<uint32_t, uint64_t> nonfinite_pushes;

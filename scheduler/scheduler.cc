@@ -37,7 +37,8 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       display_(options_.progress_out, options_.progress_in_place, std::chrono::seconds(5)),
       bounds_(BoundsOf(job_, chunks_.samples())),
       fs_(options_.fs != nullptr ? *options_.fs : PosixFileSystem()),
-      links_(context, NewDataToken()) {
+      links_(context, NewDataToken()),
+      stalls_({std::chrono::seconds(job_.stall_floor_s), job_.stall_pace_factor}) {
   if ((job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) ||
       job_.mode == ConsistencyMode::kAuto) {
     balancer_.emplace(job_.global_batch_size);
@@ -238,6 +239,7 @@ void Scheduler::Handle(Message message) {
           member->role == wire::Role::Server) {  // only a server's figures count
         member->counters = CountersFromWire(*stats);
         DropTrainersLeftOut(*member);
+        JudgeStalls(*member, *stats);
       }
       SendTo(member->routing_id, sender_.MakeEmpty(wire::Body::HeartbeatAck));
       return;

@@ -46,6 +46,7 @@
 #include "scheduler/report_checks.h"
 #include "scheduler/run_summary.h"
 #include "scheduler/server_links.h"
+#include "scheduler/stall_watch.h"
 #include "security/zap_handler.h"
 #include "trainer/data/dataset.h"
 
@@ -228,7 +229,14 @@ class Scheduler {
   void TrainerGone(Member& member, const std::string& why, bool left);
   // Drops from the job every trainer whose latest nonfinite_limit steps a server left out for
   // NaN or infinite gradients (a server's stats say so), telling it why.
+  // Trainers dropped for what they did (scheduler_drops.cc): told why with a Shutdown, recorded
+  // in the summary's `dropped`, then gone as a dead one is.
+  void DropTrainer(Member& trainer, const std::string& reason);
+  // Drops the trainers whose last nonfinite_limit steps `server` left out.
   void DropTrainersLeftOut(const Member& server);
+  // Judges the trainers `server`'s rules wait for (StallWatch): leaves one that stalled out of
+  // the step it holds (its first clock moves past it, told to every server), or drops it.
+  void JudgeStalls(const Member& server, const wire::ServerStats& stats);
   // Sends the trainers in the job, to servers over their data socket (where a newcomer's first
   // round is checked; the admission under way awaits the answers) and to the training trainers.
   void BroadcastMembership();
@@ -391,6 +399,7 @@ class Scheduler {
   // Checkpoints (scheduler_checkpoints.cc).
   FileSystem& fs_;
   ServerLinks links_;
+  StallWatch stalls_;  // trainers that hold the job (JudgeStalls)
   std::unique_ptr<ConnectionMonitor> monitor_;
   std::unique_ptr<CheckpointWriter> writer_;  // with checkpoint.dir or model_out
   std::optional<CheckpointCut> cut_;

@@ -208,6 +208,7 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
     AbandonCut(member.Describe() + (left ? " left" : " died") + " before reporting its data position");
   }
   if (balancer_) balancer_->Forget(member.rank);
+  stalls_.Forget(member.rank);
   const size_t returned = chunks_.Requeue(member.rank);
   if (returned > 0)
     HETPS_LOG(INFO) << returned << " data chunks of " << member.Describe() << " returned to the queue";
@@ -224,27 +225,6 @@ void Scheduler::TrainerGone(Member& member, const std::string& why, bool left) {
   }
   if (eval_member_ == member.routing_id) eval_member_.clear();  // ask another trainer
   MaybeRequestEvaluation();
-}
-
-void Scheduler::DropTrainersLeftOut(const Member& server) {
-  if (job_.nonfinite_limit == 0 || phase_ != Phase::kTraining) return;
-  for (const auto& [rank, counts] : server.counters.left_out) {
-    if (counts.in_a_row < job_.nonfinite_limit) continue;
-    for (Member* trainer : members_.TrainersInJob()) {
-      if (trainer->rank != rank || !trainer->alive) continue;
-      const std::string reason = server.Describe() + " left out its last " + std::to_string(counts.in_a_row) +
-                                 " steps, whose gradients held NaN or infinite values (nonfinite_limit " +
-                                 std::to_string(job_.nonfinite_limit) + ")";
-      summary_.dropped.push_back({rank, reason});
-      display_.Note(trainer->Describe() + " dropped: " + reason);
-      flatbuffers::FlatBufferBuilder fbb(256 + reason.size());
-      auto body =
-          wire::CreateShutdownDirect(fbb, true, ("this trainer was dropped from the job: " + reason).c_str());
-      SendTo(trainer->routing_id, sender_.Seal(fbb, wire::Body::Shutdown, body.Union()));
-      TrainerGone(*trainer, "dropped from the job: " + reason, /*left=*/false);
-      break;
-    }
-  }
 }
 
 void Scheduler::BroadcastMembership() {

@@ -49,6 +49,8 @@ void RequireDefaults(const JobOptions& o) {
   CATCH_CHECK(o.request_timeout_ms == 120000);
   CATCH_CHECK(o.progress_interval_ms == 1000);
   CATCH_CHECK(o.nonfinite_limit == 10);
+  CATCH_CHECK(o.stall_floor_s == 30);
+  CATCH_CHECK(o.stall_pace_factor == 10);
   CATCH_CHECK(o.max_message_bytes == 64u << 20);
   CATCH_CHECK(o.max_model_bytes == uint64_t{1} << 30);
   CATCH_CHECK(o.checkpoint.dir.empty());
@@ -125,6 +127,8 @@ join_timeout_s: 60
 request_timeout_ms: 30000
 progress_interval_ms: 250
 nonfinite_limit: 4
+stall_floor_s: 45
+stall_pace_factor: 20
 checkpoint_keep: 2
 checkpoint:
   dir: /tmp/ckpt
@@ -203,6 +207,8 @@ CATCH_TEST_CASE("Every key of a job file is parsed", "[common][job_config]") {
   CATCH_CHECK(o.request_timeout_ms == 30000);
   CATCH_CHECK(o.progress_interval_ms == 250);
   CATCH_CHECK(o.nonfinite_limit == 4);
+  CATCH_CHECK(o.stall_floor_s == 45);
+  CATCH_CHECK(o.stall_pace_factor == 20);
   CATCH_CHECK(o.checkpoint.dir == "/tmp/ckpt");
   CATCH_CHECK(o.checkpoint.interval_seconds == 10);
   CATCH_CHECK(o.checkpoint.interval_steps == 500);
