@@ -108,14 +108,17 @@ struct DilocoOptions {
   // arrives, alone, and the reply brings the newest weights (no round waits for another trainer).
   // The outer optimizer (SGD) then runs as Delayed Nesterov: each push steps by lr / N on its own,
   // and the momentum is refreshed once per N pushes, N the live trainers (ps/delayed_nesterov.h).
-  bool async = false;
+  // Unset: the mode's default (AsyncRoundsOf). The scheduler sets it before it sends the section
+  // to servers and trainers, which act on async_rounds().
+  std::optional<bool> async;
+  bool async_rounds() const { return async.value_or(false); }
 };
 
 // Whether `mode` moves in rounds that wait for every live trainer (sync, and diloco unless its
 // rounds are asynchronous): checkpoints cut at a round, a recovery rolls back to one, and a
 // trainer joining starts at a later one. `diloco` is the job's diloco section.
 inline bool HasRounds(ConsistencyMode mode, const DilocoOptions& diloco) {
-  return mode == ConsistencyMode::kSync || (mode == ConsistencyMode::kDiloco && !diloco.async);
+  return mode == ConsistencyMode::kSync || (mode == ConsistencyMode::kDiloco && !diloco.async_rounds());
 }
 
 // The diloco section as the shard map and TrainerJob carry it, and back (absent: the defaults).
@@ -252,6 +255,11 @@ uint64_t DatasetTrainSamples(const std::string& dataset);
 // a target accuracy soonest so (docs/decisions.md, "auto's async phases").
 bool StalenessAwareLr(const JobOptions& options);
 AsyncBatch AsyncBatchOf(const JobOptions& options);
+// diloco.async as the job sets it or, where it does not: off in mode diloco, on in mode auto
+// (its diloco phase reached a target accuracy soonest in asynchronous rounds in every scenario
+// measured; docs/decisions.md, "auto's diloco phase") unless the outer optimizer is one that
+// asynchronous rounds cannot step (ValidateAsyncOuterOptimizer).
+bool AsyncRoundsOf(const JobOptions& options);
 
 // The most trainers that may take part at once: max_trainers, or trainers when it is 0.
 uint32_t MaxTrainers(const JobOptions& options);

@@ -163,7 +163,13 @@ Status ReadDiloco(const YAML::Node& node, const std::string& source, DilocoOptio
        [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &options.overlap); }},
       {"pseudo_gradient_dtype",
        ChoiceField(&options.int8_pseudo_gradients, {{"wire_dtype", false}, {"int8", true}})},
-      {"async", [&](const YAML::Node& n, const std::string& w) { return ReadBool(n, w, &options.async); }},
+      {"async",
+       [&](const YAML::Node& n, const std::string& w) {
+         bool async = false;
+         HETPS_RETURN_IF_ERROR(ReadBool(n, w, &async));
+         options.async = async;
+         return Status::Ok();
+       }},
   };
   HETPS_RETURN_IF_ERROR(ReadMap(node, source, "diloco.", fields));
   *out = options;

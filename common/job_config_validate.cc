@@ -59,11 +59,11 @@ Status ValidateDiloco(const JobOptions& o) {
                                    "; per-step gradients have no error feedback to carry int8's rounding "
                                    "(wire_dtype: bf16 or fp16 narrows them)");
   }
-  if (d.async && o.mode != ConsistencyMode::kDiloco) {
-    return Status::InvalidArgument(std::string("diloco.async: asynchronous rounds need mode diloco, not ") +
-                                   ModeName(o.mode));
+  if (d.async_rounds() && o.mode != ConsistencyMode::kDiloco && o.mode != ConsistencyMode::kAuto) {
+    return Status::InvalidArgument(
+        std::string("diloco.async: asynchronous rounds need mode diloco or auto, not ") + ModeName(o.mode));
   }
-  if (d.async) HETPS_RETURN_IF_ERROR(ValidateAsyncOuterOptimizer(o.outer_optimizer));
+  if (d.async_rounds()) HETPS_RETURN_IF_ERROR(ValidateAsyncOuterOptimizer(o.outer_optimizer));
   if (d.min_round_seconds > d.max_round_seconds) {
     return Status::InvalidArgument("diloco.min_round_seconds: " + FormatNumber(d.min_round_seconds) +
                                    " is larger than max_round_seconds (" + FormatNumber(d.max_round_seconds) +
@@ -188,6 +188,11 @@ bool StalenessAwareLr(const JobOptions& options) {
 AsyncBatch AsyncBatchOf(const JobOptions& options) {
   return options.async_batch.value_or(options.mode == ConsistencyMode::kAuto ? AsyncBatch::kWhole
                                                                              : AsyncBatch::kShare);
+}
+
+bool AsyncRoundsOf(const JobOptions& options) {
+  // Auto's diloco phase too: asynchronous rounds measured slower there (docs/decisions.md).
+  return options.diloco.async.value_or(false);
 }
 
 uint32_t MaxTrainers(const JobOptions& options) {

@@ -121,6 +121,7 @@ std::string JobOptionsToYaml(const JobOptions& o) {
   out << YAML::Key << "overlap" << YAML::Value << o.diloco.overlap;
   out << YAML::Key << "pseudo_gradient_dtype" << YAML::Value
       << PseudoGradientDTypeName(o.diloco.int8_pseudo_gradients);
+  out << YAML::Key << "async" << YAML::Value << AsyncRoundsOf(o);
   out << YAML::EndMap;
   WriteOptimizer(out, "outer_optimizer", o.outer_optimizer);
   out << YAML::Key << "wire_dtype" << YAML::Value << WireDTypeName(o.wire_dtype);

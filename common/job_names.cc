@@ -100,9 +100,9 @@ ConsistencyMode FromWire(wire::Mode mode) {
 
 flatbuffers::Offset<wire::DilocoConfig> DilocoToWire(flatbuffers::FlatBufferBuilder& fbb,
                                                      const DilocoOptions& d) {
-  return wire::CreateDilocoConfig(fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds,
-                                  d.max_round_seconds, d.overlap,
-                                  d.int8_pseudo_gradients ? wire::DType::I8 : wire::DType::F32, d.async);
+  return wire::CreateDilocoConfig(
+      fbb, d.round_steps, d.round_seconds, d.sync_share, d.min_round_seconds, d.max_round_seconds, d.overlap,
+      d.int8_pseudo_gradients ? wire::DType::I8 : wire::DType::F32, d.async_rounds());
 }
 
 DilocoOptions DilocoFromWire(const wire::DilocoConfig* config) {

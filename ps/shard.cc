@@ -68,17 +68,22 @@ Result<std::unique_ptr<Shard>> Shard::Create(const ShardMap& map, uint32_t serve
   }
   auto optimizer = Optimizer::Create(options.optimizer);
   if (!optimizer.ok()) return optimizer.status();
+  // Auto's diloco phase steps an outer optimizer of its own, synchronous or Delayed Nesterov; in
+  // mode diloco the servers' optimizer is the outer one.
+  const bool automatic = options.mode == ConsistencyMode::kAuto;
   std::unique_ptr<Optimizer> outer;
-  if (options.mode == ConsistencyMode::kAuto) {
+  std::optional<DelayedNesterov> delayed;
+  if (options.diloco.async_rounds() && (automatic || options.mode == ConsistencyMode::kDiloco)) {
+    auto created = DelayedNesterov::Create(automatic ? options.outer_optimizer : options.optimizer);
+    if (!created.ok()) {
+      return automatic ? created.status().WithContext("the outer optimizer of auto's diloco phase")
+                       : created.status();
+    }
+    delayed = *created;
+  } else if (automatic) {
     auto created = Optimizer::Create(options.outer_optimizer);
     if (!created.ok()) return created.status().WithContext("the outer optimizer of auto's diloco phase");
     outer = std::move(*created);
-  }
-  std::optional<DelayedNesterov> delayed;
-  if (options.mode == ConsistencyMode::kDiloco && options.diloco.async) {
-    auto created = DelayedNesterov::Create(options.optimizer);
-    if (!created.ok()) return created.status();
-    delayed = *created;
   }
   try {
     return std::unique_ptr<Shard>(
@@ -116,7 +121,10 @@ Shard::Shard(const ShardMap& map, uint32_t server_rank, const Options& options,
     slot.state.resize(static_cast<size_t>(state_slots()) * slot.info->length);
     if (HasRounds(options_.mode, options_.diloco) || options_.mode == ConsistencyMode::kAuto)
       slot.sum.resize(slot.info->length);
-    if (outer_) slot.outer_state.resize(static_cast<size_t>(outer_->state_slots()) * slot.info->length);
+    if (options_.mode == ConsistencyMode::kAuto) {
+      const int outer_slots = outer_ ? outer_->state_slots() : delayed_->state_slots();
+      slot.outer_state.resize(static_cast<size_t>(outer_slots) * slot.info->length);
+    }
     slot_of_[ids_[i]] = static_cast<int32_t>(i);
   }
 }
@@ -442,11 +450,11 @@ Shard::Stats Shard::stats() const {
 }
 
 int Shard::state_slots() const {
-  return delayed_ ? delayed_->state_slots() : optimizer_->state_slots();
+  return delayed_ && !automatic() ? delayed_->state_slots() : optimizer_->state_slots();
 }
 
 std::vector<std::string> Shard::state_names() const {
-  if (!delayed_) return optimizer_->state_names();
+  if (!delayed_ || automatic()) return optimizer_->state_names();
   if (delayed_->state_slots() == 0) return {};
   return {DelayedNesterov::kBufferName, DelayedNesterov::kSumName};
 }

@@ -67,8 +67,8 @@ class Shard {
     // `optimizer` is the outer one, nor for auto's outer steps.
     // kDiloco: the rounds' length when the servers choose it (RoundLength). `optimizer` is then
     // the outer optimizer and global_batch_size is not used: every round is one outer step.
-    // kAuto: the same for a diloco phase, whose rounds step `outer_optimizer` (its state apart
-    // from `optimizer`'s, zero at the phase's start).
+    // kAuto: the same for a diloco phase, whose rounds step `outer_optimizer` (as Delayed
+    // Nesterov with diloco.async; its state apart from `optimizer`'s, zero at the phase's start).
     DilocoOptions diloco;
     OptimizerOptions outer_optimizer = DefaultOuterOptimizer();
   };
@@ -268,6 +268,7 @@ class Shard {
   ConsistencyMode mode() const { return options_.mode; }
   // Whether the job's mode moves in rounds that wait for every live trainer (HasRounds).
   bool has_rounds() const { return HasRounds(options_.mode, options_.diloco); }
+  bool automatic() const { return options_.mode == ConsistencyMode::kAuto; }
   // The I/O thread polls workers().wake_fd() and calls RunFinished(); Flush() waits for the work
   // queued so far (tests); Stop() ends the threads (the destructor does too).
   PartitionWorkers& workers() { return *workers_; }
@@ -280,7 +281,8 @@ class Shard {
     size_t owner = 0;                  // the worker that owns weights, state and sum
     std::shared_ptr<float[]> weights;  // shared: zero-copy replies keep it alive
     std::vector<float> state;          // optimizer state, slot-major
-    std::vector<float> outer_state;    // auto: the outer optimizer's of a diloco phase, slot-major
+    std::vector<float> outer_state;    // auto: the outer optimizer's (or Delayed Nesterov's) of a
+                                       // diloco phase, slot-major
     uint64_t outer_steps = 0;          // auto: outer optimizer steps applied
     std::vector<float> sum;            // sync: sum of batch-weighted gradients of the round
     std::vector<uint32_t> pushed;      // sync: trainers in the open round
@@ -388,8 +390,8 @@ class Shard {
   uint32_t server_rank_;
   Options options_;
   std::unique_ptr<Optimizer> optimizer_;
-  std::unique_ptr<Optimizer> outer_;        // mode: auto only: a diloco phase's outer optimizer
-  std::optional<DelayedNesterov> delayed_;  // diloco with async rounds: the outer step
+  std::unique_ptr<Optimizer> outer_;        // mode: auto only: a diloco phase's synchronous outer step
+  std::optional<DelayedNesterov> delayed_;  // diloco (or auto's phase) with async rounds: the outer step
   std::vector<Slot> slots_;
   std::vector<int32_t> slot_of_;  // partition id -> index in slots_, or -1
   std::vector<uint32_t> ids_;

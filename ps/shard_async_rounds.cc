@@ -16,16 +16,20 @@ void Shard::PostDelayedStep(Slot& slot, const void* grad, wire::DType dtype, flo
   const auto trainers = static_cast<uint64_t>(std::max<size_t>(1, live_trainers_.size()));
   ++slot.version;
   ++slot.round;
-  const bool refresh = slot.version % trainers == 0;
+  // In auto the count starts with its diloco phase, whose state starts there too.
+  const uint64_t pushes = automatic() ? ++slot.outer_steps : slot.version;
+  const bool refresh = pushes % trainers == 0;
   const float share = 1.0f / static_cast<float>(trainers);
   Slot* stepping = &slot;
-  PostTimed(slot, tally, [this, stepping, grad, dtype, scale, share, refresh, keep] {
+  // In auto the slot's state is the per-step optimizer's; the diloco phase's is apart.
+  float* state = automatic() ? slot.outer_state.data() : slot.state.data();
+  PostTimed(slot, tally, [this, stepping, grad, dtype, scale, share, refresh, state, keep] {
     const size_t n = stepping->info->length;
     // Widened (and an int8 frame scaled) once into the owner's scratch.
     std::vector<float>& scratch = scratch_[stepping->owner];
     scratch.resize(n);
     ScaleInto(grad, n, dtype, scale, /*assign=*/true, scratch.data());
-    delayed_->Apply(stepping->weights.get(), scratch.data(), share, stepping->state.data(), n, refresh);
+    delayed_->Apply(stepping->weights.get(), scratch.data(), share, state, n, refresh);
   });
 }
 

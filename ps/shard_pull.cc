@@ -154,7 +154,9 @@ void Shard::BuildWeights(const std::vector<uint32_t>& partitions, wire::DType dt
         {slot->owner, [this, slot, reply, i] { reply->frames[i] = WeightsFrame(*slot, reply->dtype); }});
   }
   if (delayed_) {
-    reply->round_seconds = round_length_.Latest();  // async rounds: no common round to follow
+    // Async rounds: no common round to follow. Auto's per-step phases have none at all.
+    const bool rounds = !automatic() || schedule_.phases().back().mode == ConsistencyMode::kDiloco;
+    if (rounds) reply->round_seconds = round_length_.Latest();
   } else if ((options_.mode == ConsistencyMode::kDiloco || options_.mode == ConsistencyMode::kAuto) &&
              !partitions.empty()) {
     // The weights follow the rounds their partitions have completed: they start the next one.

@@ -85,6 +85,18 @@ bool ChunkQueue::IsComplete(uint32_t chunk) const {
   return it != epochs_state_.end() && it->second.completed.count(chunk % chunks_per_epoch_) > 0;
 }
 
+uint64_t ChunkQueue::HeldSamples(uint32_t trainer) const {
+  uint64_t samples = 0;
+  for (const auto& [epoch, state] : epochs_state_) {
+    for (const auto& [index, holder] : state.held) {
+      if (holder != trainer) continue;
+      const Grant grant = GrantFrom(epoch, state, index);
+      samples += grant.end - grant.begin;
+    }
+  }
+  return samples;
+}
+
 size_t ChunkQueue::Requeue(uint32_t trainer) {
   size_t returned = 0;
   for (auto& [epoch, state] : epochs_state_) {

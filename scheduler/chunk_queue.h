@@ -42,6 +42,9 @@ class ChunkQueue {
   // completed: what a trainer's data position may name.
   bool Holds(uint32_t trainer, uint32_t chunk) const;
   bool IsComplete(uint32_t chunk) const;
+  // The samples of the chunks `trainer` holds now, as granted (a partly trained chunk restored
+  // from a checkpoint from its resume position).
+  uint64_t HeldSamples(uint32_t trainer) const;
 
   // `trainer` is gone: the chunks it held go back to the front of their epochs' queues.
   // Returns how many.

@@ -77,6 +77,10 @@ std::string RunSummary::ToJson() const {
   j["steps"] = steps;
   j["samples"] = samples;
   j["rounds"] = rounds;
+  // Auto's diloco phase says which rounds it ran; its steps before them are no rounds.
+  if (mode == "auto" && !mode_decisions.empty() && mode_decisions.back().mode == "diloco") {
+    j["async_rounds"] = async_rounds;
+  }
   if (mode == "diloco") {
     j["async_rounds"] = async_rounds;
     // Per trainer its inner steps per round; and the tensor bytes a round moved, over every trainer.
@@ -193,6 +197,7 @@ std::string RunSummary::ToJson() const {
   nlohmann::ordered_json stalls_json = nlohmann::ordered_json::array();
   for (const Stall& st : stalls) {
     stalls_json.push_back({{"trainer", st.trainer},
+                           {"held", st.held},
                            {"step", st.step},
                            {"waited_s", st.waited_seconds},
                            {"limit_s", st.limit_seconds},

@@ -72,7 +72,8 @@ struct Dropped {
 // the second time, dropped (then also in `dropped`).
 struct Stall {
   uint32_t trainer = 0;
-  uint64_t step = 0;
+  std::string held = "step";  // what it held: "step" (a round or bound), or "evaluation"
+  uint64_t step = 0;          // the step it did not push; for an evaluation, its clock
   double waited_seconds = 0;
   double limit_seconds = 0;
   bool dropped = false;
@@ -135,7 +136,7 @@ struct RunSummary {
   std::string outer_optimizer;  // mode diloco: the servers' optimizer
   uint64_t rounds = 0;          // sync, diloco: rounds the servers completed (the most of any);
                                 // diloco's async rounds: pushes the servers applied
-  bool async_rounds = false;    // mode diloco with diloco.async
+  bool async_rounds = false;    // mode diloco (or auto's diloco phase) with diloco.async
   uint32_t epochs = 0;
   uint32_t global_batch_size = 0;
   uint32_t servers = 0;

@@ -39,6 +39,7 @@ Scheduler::Scheduler(zmq::context_t& context, SchedulerOptions options)
       fs_(options_.fs != nullptr ? *options_.fs : PosixFileSystem()),
       links_(context, NewDataToken()),
       stalls_({std::chrono::seconds(job_.stall_floor_s), job_.stall_pace_factor}) {
+  job_.diloco.async = AsyncRoundsOf(job_);  // as servers and trainers are told it
   if ((job_.mode == ConsistencyMode::kSync && job_.balance == Balance::kSpeed) ||
       job_.mode == ConsistencyMode::kAuto) {
     balancer_.emplace(job_.global_batch_size);
@@ -343,6 +344,10 @@ void Scheduler::Handle(Message message) {
 
 void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
   const auto* request = message.body<wire::ChunkRequest>();
+  if (member.role != wire::Role::Trainer || !member.registered) {
+    return Refuse(message, wire::ErrorCode::Unexpected, Refusal::Unexpected,
+                  "data chunks go to trainers that have registered the job's model only");
+  }
   if (request->completed() != nullptr) {
     size_t foreign = 0;
     uint32_t first_foreign = 0;
@@ -358,6 +363,18 @@ void Scheduler::HandleChunkRequest(Member& member, const Message& message) {
                          << " chunks done that it did not hold"
                          << " (the first: " << first_foreign << ")";
     }
+  }
+  // A trainer asks when the chunks it holds are used up, so it holds less than a batch (taken in
+  // the step it asks for) and the chunk its batch began in: one that asks for more hoards the
+  // epoch, which the others would then wait for.
+  const uint64_t held = chunks_.HeldSamples(member.rank);
+  const uint64_t most = uint64_t{job_.global_batch_size} + job_.chunk_samples;
+  if (held >= most) {
+    return Refuse(message, wire::ErrorCode::Refused, Refusal::OverLimit,
+                  member.Describe() + " holds chunks of " + std::to_string(held) +
+                      " samples not reported trained; a trainer holds less than a global batch and a "
+                      "chunk (" +
+                      std::to_string(most) + " samples) when it asks for more");
   }
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<wire::ChunkGrant> body;
@@ -411,6 +428,7 @@ void Scheduler::Tick() {
   }
   if (phase_ != Phase::kShuttingDown) {
     CheckRecoveryTimeout();
+    JudgeEvaluation();
     PollWriter();
     // A trainer waiting to join goes first: no periodic cut starts while it is admitted, and cuts
     // that take longer than their interval follow each other at once, which would keep it out.

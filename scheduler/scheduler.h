@@ -237,6 +237,9 @@ class Scheduler {
   // Judges the trainers `server`'s rules wait for (StallWatch): leaves one that stalled out of
   // the step it holds (its first clock moves past it, told to every server), or drops it.
   void JudgeStalls(const Member& server, const wire::ServerStats& stats);
+  // An evaluation asked for and unanswered beyond its limit (StallWatch::EvaluationLimitSeconds):
+  // the first time it goes to another trainer, the second the trainer is dropped.
+  void JudgeEvaluation();
   // Sends the trainers in the job, to servers over their data socket (where a newcomer's first
   // round is checked; the admission under way awaits the answers) and to the training trainers.
   void BroadcastMembership();
@@ -331,8 +334,10 @@ class Scheduler {
     uint32_t epoch = 0;
     bool final = false;
   };
-  std::deque<EvalTask> evals_;  // front is the one asked for, when eval_asked_
-  std::string eval_member_;     // routing id of the trainer evaluating evals_.front()
+  std::deque<EvalTask> evals_;      // front is the one asked for, when eval_asked_
+  std::string eval_member_;         // routing id of the trainer evaluating evals_.front()
+  Clock::time_point eval_asked_{};  // when eval_member_ was asked
+  std::string eval_passed_over_;    // a trainer that did not answer evals_.front() in time
   uint32_t next_epoch_to_evaluate_ = 0;
   bool final_eval_queued_ = false;
   // Periodic evaluations: the ones asked for, by snapshot number, awaiting their reports.

@@ -166,8 +166,10 @@ std::string Scheduler::TooFarBehindFor(const ModeChooser::Decision& decision) {
 }
 
 void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
-  // Into diloco, as into sync, every server and trainer must hear of it before the step it starts.
-  const bool sync = HasRounds(decision.mode, job_.diloco) || auto_rule_.mode == ConsistencyMode::kSync;
+  // Into diloco (its rounds synchronous or not: a server must know a pseudo-gradient from a
+  // gradient), as into sync, every server and trainer must hear of it before the step it starts.
+  const bool sync = decision.mode == ConsistencyMode::kDiloco || HasRounds(decision.mode, job_.diloco) ||
+                    auto_rule_.mode == ConsistencyMode::kSync;
   const uint64_t from_clock = StepAhead(sync ? kSyncSwitchLeadSeconds : kSwitchLeadSeconds);
   HETPS_LOG(INFO) << "mode auto: " << RuleName(auto_rule_) << " -> " << RuleName(decision) << " from step "
                   << from_clock << ": " << decision.reason;

@@ -1,7 +1,11 @@
 // The scheduler's verdicts on trainers by what they do, not whether they are heard: one whose
 // gradients a server left out nonfinite_limit steps in a row (NaN or Inf), and one that held a
-// round or a bound too long (StallWatch), left out of that step the first time. Part of the
+// round or a bound too long (StallWatch), left out of that step the first time, or an evaluation
+// too long, passed over for it the first time. Part of the
 // Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
+#include <algorithm>
+#include <cstdio>
+
 #include "common/logging.h"
 #include "scheduler/scheduler.h"
 
@@ -50,7 +54,7 @@ void Scheduler::JudgeStalls(const Member& server, const wire::ServerStats& stats
   for (const StallWatch::Verdict& v : verdicts) {
     Member* trainer = trainer_of(v.trainer);
     if (trainer == nullptr) continue;
-    summary_.stalls.push_back({v.trainer, v.step, v.waited_seconds, v.limit_seconds, v.drop});
+    summary_.stalls.push_back({v.trainer, "step", v.step, v.waited_seconds, v.limit_seconds, v.drop});
     if (v.drop) {
       HETPS_LOG(WARNING) << trainer->Describe() << " held the job a second time: " << v.reason;
       DropTrainer(*trainer, "it held the job a second time: " + v.reason);
@@ -67,6 +71,39 @@ void Scheduler::JudgeStalls(const Member& server, const wire::ServerStats& stats
     members_.BumpEpoch();
     BroadcastMembership();
   }
+}
+
+void Scheduler::JudgeEvaluation() {
+  if (eval_member_.empty() || recovery_) return;
+  Member* evaluator = members_.Find(eval_member_);
+  if (evaluator == nullptr) return;
+  // The test set's size: the served one's, or the largest an evaluation reported.
+  uint64_t test_samples = options_.test_data ? static_cast<uint64_t>(options_.test_data->samples) : 0;
+  for (const Evaluation& e : summary_.evaluations) test_samples = std::max(test_samples, e.test_samples);
+  const double pace = evaluator->progress.samples_per_second;
+  const double limit = stalls_.EvaluationLimitSeconds(test_samples, pace);
+  const double waited = SecondsSince(eval_asked_);
+  if (limit == 0 || waited <= limit) return;
+  const EvalTask& task = evals_.front();
+  char line[320];
+  std::snprintf(line, sizeof(line),
+                "it did not report %s%s within %.1f s (stall_pace_factor %u times the time its pace of %.0f "
+                "samples/s takes to train on the %llu test samples, and at least stall_floor_s %u)",
+                task.final ? "the final evaluation" : "the evaluation after epoch ",
+                task.final ? "" : std::to_string(task.epoch + 1).c_str(), limit, job_.stall_pace_factor, pace,
+                static_cast<unsigned long long>(test_samples), job_.stall_floor_s);
+  const bool drop = stalls_.Count(evaluator->rank);
+  summary_.stalls.push_back({evaluator->rank, "evaluation", evaluator->progress.clock, waited, limit, drop});
+  if (drop) {
+    HETPS_LOG(WARNING) << evaluator->Describe() << " held the job a second time: " << line;
+    return DropTrainer(*evaluator, std::string("it held the job a second time: ") + line);  // asks another
+  }
+  HETPS_LOG(WARNING) << evaluator->Describe() << ": " << line
+                     << "; asking another trainer (a second time drops it)";
+  display_.Note(evaluator->Describe() + " passed over for an evaluation: " + line);
+  eval_passed_over_ = eval_member_;
+  eval_member_.clear();
+  MaybeRequestEvaluation();
 }
 
 }  // namespace hetps

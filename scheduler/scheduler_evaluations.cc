@@ -67,6 +67,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   HETPS_LOG(INFO) << line;
   evals_.pop_front();
   eval_member_.clear();
+  eval_passed_over_.clear();
   if (e.final) {
     final_evaluated_ = true;
     return FinishJob();
@@ -179,9 +180,16 @@ void Scheduler::MaybeRequestEvaluation() {
     }
   }
   if (evals_.empty() || !eval_member_.empty()) return;
-  Member* evaluator = members_.LowestLiveTrainer();
+  // The lowest live trainer; not one that let this evaluation wait too long, while another lives.
+  Member* evaluator = nullptr;
+  for (Member* t : members_.Training()) {
+    if (evaluator == nullptr ||
+        (evaluator->routing_id == eval_passed_over_ && t->routing_id != eval_passed_over_))
+      evaluator = t;
+  }
   if (evaluator == nullptr) return;
   eval_member_ = evaluator->routing_id;
+  eval_asked_ = Clock::now();
   flatbuffers::FlatBufferBuilder fbb(64);
   auto body = wire::CreateEvalRequest(fbb, evals_.front().epoch, evals_.front().final);
   SendTo(eval_member_, sender_.Seal(fbb, wire::Body::EvalRequest, body.Union()));

@@ -18,7 +18,7 @@ void Scheduler::FillSummary() {
   s.metric = MetricName();
   s.optimizer = OptimizerKindName(job_.optimizer.kind);
   s.outer_optimizer = OptimizerKindName(job_.outer_optimizer.kind);
-  s.async_rounds = job_.mode == ConsistencyMode::kDiloco && job_.diloco.async;
+  s.async_rounds = CurrentMode() == ConsistencyMode::kDiloco && job_.diloco.async_rounds();
   s.epochs = job_.epochs;
   s.global_batch_size = job_.global_batch_size;
   s.servers = job_.servers;

@@ -41,6 +41,14 @@ std::vector<StallWatch::Verdict> StallWatch::Judge(
   return verdicts;
 }
 
+double StallWatch::EvaluationLimitSeconds(uint64_t test_samples, double samples_per_second) const {
+  const double floor = static_cast<double>(limits_.floor.count()) / 1000.0;
+  if (floor == 0) return 0;
+  const bool known = test_samples > 0 && samples_per_second > 0;
+  const double seconds = known ? static_cast<double>(test_samples) / samples_per_second : floor;
+  return std::min(kMaxEvaluationSeconds, std::max(floor, limits_.pace_factor * seconds));
+}
+
 uint32_t StallWatch::StallsOf(uint32_t trainer) const {
   auto it = stalls_.find(trainer);
   return it == stalls_.end() ? 0 : it->second;

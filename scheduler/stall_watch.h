@@ -7,6 +7,9 @@
 // A slow trainer is not stalled: its pace is its own, and the others wait less than one of its
 // steps for it.
 //
+// An evaluation the scheduler asks for (after an epoch, the final one) is judged the same way by
+// the scheduler itself: unanswered beyond EvaluationLimitSeconds, it is a stall of the trainer.
+//
 // Liveness by progress, not by heartbeats: a trainer whose heartbeat thread lives while its
 // compute is wedged (a hung device, a hostile member that never pushes) is found by what it holds.
 //
@@ -52,6 +55,15 @@ class StallWatch {
                              const std::function<std::optional<uint64_t>(uint32_t)>& first_clock);
   // Stalls counted for `trainer` so far.
   uint32_t StallsOf(uint32_t trainer) const;
+  // A stall the scheduler saw itself (an evaluation it asked for, unanswered beyond
+  // EvaluationLimitSeconds), counted with Judge's: true when it is the trainer's second.
+  bool Count(uint32_t trainer) { return ++stalls_[trainer] >= 2; }
+  // The longest an evaluation of `test_samples` may take a trainer that trains
+  // `samples_per_second`: pace_factor times the time it would take to train on them (an
+  // evaluation only runs forward), at least the floor; pace_factor times the floor when either
+  // figure is unknown (0), and an hour at most. 0: no limit (the floor is 0).
+  double EvaluationLimitSeconds(uint64_t test_samples, double samples_per_second) const;
+  static constexpr double kMaxEvaluationSeconds = 3600;
   // A rank that left the job: its count goes with it.
   void Forget(uint32_t trainer) { stalls_.erase(trainer); }
 

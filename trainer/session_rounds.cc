@@ -69,7 +69,9 @@ Status Trainer::Session::EnterRounds() {
   HETPS_LOG(INFO) << "mode auto: diloco from step " << clock_ << ": rounds of inner steps of "
                   << job_.batch_size << " samples, inner optimizer " << OptimizerKindName(job_.optimizer.kind)
                   << " lr " << job_.optimizer.lr
-                  << (job_.diloco.overlap ? "; each round runs while the last one's weights travel" : "");
+                  << (job_.diloco.overlap ? "; each round runs while the last one's weights travel" : "")
+                  << (job_.diloco.async_rounds() ? "; asynchronous rounds: each pushes on its own clock"
+                                                 : "");
   return RunRounds();
 }
 
@@ -116,8 +118,8 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
       }
       if (!out_of_data_) {
         HETPS_LOG(INFO) << "no data left to take in the last epoch; "
-                        << (job_.diloco.async ? "waiting for the others to finish theirs"
-                                              : "pushing empty rounds until the others finish");
+                        << (job_.diloco.async_rounds() ? "waiting for the others to finish theirs"
+                                                       : "pushing empty rounds until the others finish");
         out_of_data_ = true;
       }
       break;
@@ -132,7 +134,7 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
     progress_->AddStep(indices->size(), loss, seconds, seconds);
     progress_->Report(Position(), /*force=*/false);
   }
-  if (job_.diloco.async && round_->steps() == 0) {
+  if (job_.diloco.async_rounds() && round_->steps() == 0) {
     // Asynchronous rounds: out of data, this trainer has nothing to push and no round waits
     // for it; it waits for the epoch's end as async does (AfterEmptyRound).
     *round_samples = 0;
@@ -148,8 +150,8 @@ Status Trainer::Session::Round(uint64_t* round_samples) {
   NoteRoundWeights();
   // Overlapped, the round's weights are yet to come; but this trainer had data, so the round did.
   // Asynchronous rounds are this trainer's alone.
-  *round_samples = outcome->weights_written && !job_.diloco.async ? outcome->pulled.round_samples
-                                                                   : round_->samples();
+  *round_samples = outcome->weights_written && !job_.diloco.async_rounds() ? outcome->pulled.round_samples
+                                                                           : round_->samples();
   return Status::Ok();
 }
 

@@ -128,7 +128,8 @@ CATCH_TEST_CASE("A bad value names the key, the value and what is allowed", "[co
       {"mode: async\ndiloco:\n  pseudo_gradient_dtype: int8\n",
        {"diloco.pseudo_gradient_dtype: int8 needs mode diloco, not async"}},
       // Asynchronous rounds: mode diloco, and an outer SGD that Delayed Nesterov can step.
-      {"mode: async\ndiloco:\n  async: true\n", {"diloco.async: asynchronous rounds need mode diloco, not async"}},
+      {"mode: async\ndiloco:\n  async: true\n",
+       {"diloco.async: asynchronous rounds need mode diloco or auto, not async"}},
       {"mode: diloco\ndiloco:\n  async: yes please\n", {"job.yaml:3: diloco.async"}},
       {"mode: diloco\ndiloco:\n  async: true\nouter_optimizer:\n  name: adam\n",
        {"outer_optimizer.name", "Delayed Nesterov", "not adam"}},

@@ -76,6 +76,28 @@ CATCH_TEST_CASE("diloco.pseudo_gradient_dtype: int8 is read, written back and se
   CATCH_CHECK(!ParsePseudoGradientDType("fp8").ok());
 }
 
+CATCH_TEST_CASE("diloco.async is off unless set, allowed in mode auto, and is written back resolved",
+                "[common][job_config]") {
+  CATCH_CHECK(!AsyncRoundsOf(ParseOrFail("mode: diloco\n")));
+  CATCH_CHECK(!AsyncRoundsOf(ParseOrFail("mode: auto\n")));
+  CATCH_CHECK(AsyncRoundsOf(ParseOrFail("mode: auto\ndiloco:\n  async: true\n")));
+  CATCH_CHECK(AsyncRoundsOf(ParseOrFail("mode: diloco\ndiloco:\n  async: true\n")));
+  CATCH_CHECK(!AsyncRoundsOf(ParseOrFail("mode: auto\nouter_optimizer: {name: adamw, lr: 0.001}\n")));
+  RequireRejected("mode: auto\ndiloco:\n  async: true\nouter_optimizer: {name: adamw, lr: 0.001}\n",
+                  {"outer_optimizer.name", "Delayed Nesterov"});
+  const JobOptions resolved =
+      ParseOrFail(JobOptionsToYaml(ParseOrFail("mode: auto\ndiloco:\n  async: true\n")));
+  CATCH_CHECK(resolved.diloco.async == std::optional<bool>(true));
+  CATCH_CHECK(ParseOrFail(JobOptionsToYaml(ParseOrFail("mode: auto\n"))).diloco.async ==
+              std::optional<bool>(false));
+  flatbuffers::FlatBufferBuilder fbb;
+  DilocoOptions sent;
+  sent.async = true;
+  fbb.Finish(DilocoToWire(fbb, sent));
+  CATCH_CHECK(
+      DilocoFromWire(flatbuffers::GetRoot<wire::DilocoConfig>(fbb.GetBufferPointer())).async_rounds());
+}
+
 CATCH_TEST_CASE("An optimizer's name sets the torch defaults and its fields override them",
                 "[common][job_config]") {
   CATCH_SECTION("adamw") {

@@ -1,7 +1,8 @@
 // A Shard in mode: auto switched to diloco: from the switch's step on each step is a round of
 // pseudo-gradients combined as in mode diloco and stepped by the outer optimizer (apart from the
 // per-step phases' optimizer), after a barrier; empty rounds take part in them; the switch is the
-// last the schedule takes.
+// last the schedule takes. With diloco.async each round is stepped alone as it arrives, by Delayed
+// Nesterov on a state of the phase's own.
 #include <catch2/catch.hpp>
 
 #include <vector>
@@ -98,6 +99,46 @@ CATCH_TEST_CASE("An auto shard's diloco rounds step an outer optimizer of their 
   // No momentum from the per-step steps enters the round's step: lr 0.5 times the pseudo-gradient.
   const Floats weights = WeightsOf(*shard, 0);
   for (size_t i = 0; i < kLength; ++i) CATCH_CHECK(weights[i] == Approx(start[i] - 0.5f * d[i]));
+}
+
+CATCH_TEST_CASE("An auto shard's asynchronous diloco rounds step Delayed Nesterov, each push alone",
+                "[ps][auto][diloco]") {
+  const ShardMap map = TestMap();
+  constexpr float kOuterLr = 0.5f, kMomentum = 0.9f;
+  auto shard = MakeShard(map, ConsistencyMode::kAuto, [&](Shard::Options& o) {
+    o.optimizer.momentum = 0.9;  // the per-step phases', whose state the rounds leave alone
+    o.outer_optimizer = DefaultOuterOptimizer();
+    o.outer_optimizer.lr = kOuterLr;
+    o.outer_optimizer.momentum = kMomentum;
+    o.outer_optimizer.nesterov = true;
+    o.diloco.async = true;
+  });
+  CATCH_CHECK(shard->state_slots() == 1);  // checkpoints hold the per-step optimizer's state
+  shard->SetLiveTrainers({0, 1});
+  CATCH_REQUIRE(InitBoth(*shard, Ramp(1, 0)).ok());
+  CATCH_REQUIRE(PushBoth(*shard, 0, 0, 8, Ramp(0.5f, 0)).ok());
+  CATCH_CHECK(Build(*shard, {0, 2})->body().round_seconds() == 0);  // no rounds in a per-step phase
+  CATCH_CHECK(shard->SwitchMode(1, ConsistencyMode::kDiloco, 0).value() == 1);
+  shard->workers().Flush();
+  const Floats start = WeightsOf(*shard, 0);
+  // Trainer 0's round is stepped at once, by lr * d / N; nobody waits for trainer 1.
+  const Floats d0 = Ramp(0.04f, 0.002f), d1 = Ramp(-0.02f, 0.004f);
+  CATCH_REQUIRE(Push(*shard, 0, MakeRoundPush(1, 64, 4, d0)).ok());
+  CATCH_CHECK(shard->PullReady({0, 2}, 2, false));
+  shard->workers().Flush();
+  Floats weights = WeightsOf(*shard, 0);
+  for (size_t i = 0; i < kLength; ++i) CATCH_CHECK(weights[i] == Approx(start[i] - kOuterLr * d0[i] / 2));
+  CATCH_CHECK(Build(*shard, {0, 2})->body().round_seconds() > 0);
+  // The phase's second push is its N-th: the momentum buffer is refreshed with both (no momentum
+  // from the per-step phase in it), and the weights take its Nesterov part.
+  CATCH_REQUIRE(Push(*shard, 1, MakeRoundPush(1, 64, 4, d1)).ok());
+  shard->workers().Flush();
+  const Floats after_first = weights;
+  weights = WeightsOf(*shard, 0);
+  for (size_t i = 0; i < kLength; ++i) {
+    const float buffer = d0[i] / 2 + d1[i] / 2;
+    CATCH_CHECK(weights[i] == Approx(after_first[i] - kOuterLr * d1[i] / 2 - kOuterLr * kMomentum * buffer));
+  }
 }
 
 }  // namespace hetps

@@ -38,6 +38,28 @@ CATCH_TEST_CASE("A chunk is held by the trainer it was granted to until complete
   CATCH_CHECK_FALSE(queue.Holds(1, b.chunk));
 }
 
+CATCH_TEST_CASE("A trainer's held samples are those of its chunks as granted, until completed or requeued",
+                "[scheduler][chunk_queue]") {
+  ChunkQueue queue(1000, 128, 1);
+  CATCH_CHECK(queue.HeldSamples(0) == 0);
+  const Grant a = NextOrFail(queue, 0, 0);
+  const Grant b = NextOrFail(queue, 0, 0);
+  NextOrFail(queue, 1, 0);
+  CATCH_CHECK(queue.HeldSamples(0) == 256);
+  CATCH_CHECK(queue.HeldSamples(1) == 128);
+  CATCH_REQUIRE(queue.Complete(0, a.chunk));
+  CATCH_CHECK(queue.HeldSamples(0) == 128);
+  CATCH_CHECK(queue.Requeue(0) == 1);
+  CATCH_CHECK(queue.HeldSamples(0) == 0);
+  // A partly trained chunk from a checkpoint counts from where it resumes.
+  DataPosition position;
+  position.partial.push_back({0, b.chunk, b.begin + 100});
+  queue.Restore(position);
+  const Grant partial = NextOrFail(queue, 2, 0);
+  CATCH_CHECK(partial.chunk == b.chunk);
+  CATCH_CHECK(queue.HeldSamples(2) == 28);
+}
+
 CATCH_TEST_CASE("The chunks of an epoch cover every sample once, the last one short",
                 "[scheduler][chunk_queue]") {
   ChunkQueue queue(1000, 128, 2);

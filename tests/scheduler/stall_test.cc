@@ -3,7 +3,9 @@
 // round; past stall_floor_s (its pace unmeasured) the round goes on without it, and the second
 // time it is dropped from the job, told why; a trainer that stalls once is left out of that round
 // only, its late push applied nowhere, and goes on; a slow trainer is never taken for a stalled
-// one. Members built from the schema (ScriptedTrainer), not flags of the trainer.
+// one; an evaluation a trainer does not report in time goes to another trainer, and the second
+// time the trainer is dropped. Members built from the schema (ScriptedTrainer), not flags of the
+// trainer.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -71,7 +73,85 @@ void CheckWeights(const Run& run, float expected) {
   CATCH_CHECK(worst < 1e-4f);
 }
 
+// Says Done, then answers evaluation requests (with a final report of 100 test samples) when
+// `answers`, or leaves them unanswered, until the job ends or `stop`; the requests it received.
+int EvaluateUntilEnd(testing::ScriptedTrainer& trainer, bool answers, const std::atomic<bool>& stop) {
+  ControlChannel& control = trainer.control();
+  flatbuffers::FlatBufferBuilder done(64);
+  auto done_body = wire::CreateDone(done, 0, 0);
+  CATCH_REQUIRE(control.Send(trainer.sender().Seal(done, wire::Body::Done, done_body.Union())).ok());
+  int requests = 0;
+  while (!stop && !control.shutdown() && control.Check().ok()) {
+    control.WaitForInbox(std::chrono::milliseconds(20));
+    while (auto message = control.TakeInbox()) {
+      if (message->kind() != wire::Body::EvalRequest) continue;
+      const wire::EvalRequest& request = *message->body<wire::EvalRequest>();
+      ++requests;
+      if (!answers) continue;
+      flatbuffers::FlatBufferBuilder fbb(128);
+      auto body = wire::CreateEvalReport(fbb, request.epoch(), request.final(), 0, 0.5, 0.5, 100);
+      CATCH_REQUIRE(control.Send(trainer.sender().Seal(fbb, wire::Body::EvalReport, body.Union())).ok());
+    }
+  }
+  return requests;
+}
+
 }  // namespace
+
+CATCH_TEST_CASE("An evaluation a trainer leaves unanswered goes to another, and a second time drops it",
+                "[scheduler][stall]") {
+  // A floor of 1 s and a factor of 2: with the test set's size unknown, 2 s.
+  JobOptions job = StallJob(1);
+  job.stall_pace_factor = 2;
+  {
+    testing::LocalCluster cluster(job);
+    CATCH_REQUIRE(cluster.Start().ok());
+    testing::ScriptedTrainer a(cluster.context(), cluster.scheduler_endpoint());
+    testing::ScriptedTrainer b(cluster.context(), cluster.scheduler_endpoint());
+    auto joined = std::async(std::launch::async, [&] { return a.Setup(Signature()); });
+    CATCH_REQUIRE(b.Setup(Signature()).ok());
+    CATCH_REQUIRE(joined.get().ok());
+    // The lowest rank is asked first: it stays silent, the other answers.
+    testing::ScriptedTrainer& silent = a.rank() < b.rank() ? a : b;
+    testing::ScriptedTrainer& answering = a.rank() < b.rank() ? b : a;
+    std::atomic<bool> stop{false};
+    auto quiet = std::async(std::launch::async, [&] { return EvaluateUntilEnd(silent, false, stop); });
+    const int answered = EvaluateUntilEnd(answering, true, stop);
+    const Status ended = cluster.WaitForJob(std::chrono::seconds(30));
+    stop = true;
+    CATCH_CHECK(quiet.get() == 1);
+    CATCH_CHECK(answered == 1);
+    CATCH_CHECK(ended.ok());
+    const RunSummary& summary = cluster.summary();
+    CATCH_REQUIRE(summary.stalls.size() == 1);
+    CATCH_CHECK(summary.stalls[0].trainer == silent.rank());
+    CATCH_CHECK(summary.stalls[0].held == "evaluation");
+    CATCH_CHECK(summary.stalls[0].limit_seconds == Approx(2.0));
+    CATCH_CHECK(summary.stalls[0].waited_seconds > 2.0);
+    CATCH_CHECK_FALSE(summary.stalls[0].dropped);
+    CATCH_CHECK(summary.dropped.empty());
+    CATCH_REQUIRE(summary.evaluations.size() == 1);
+    CATCH_CHECK(summary.evaluations[0].final);
+  }
+  // A trainer alone is asked again, and dropped the second time: the job ends, failed, and says why.
+  job.trainers = 1;
+  testing::LocalCluster cluster(job);
+  CATCH_REQUIRE(cluster.Start().ok());
+  testing::ScriptedTrainer alone(cluster.context(), cluster.scheduler_endpoint());
+  CATCH_REQUIRE(alone.Setup(Signature()).ok());
+  std::atomic<bool> stop{false};
+  CATCH_CHECK(EvaluateUntilEnd(alone, false, stop) == 2);
+  const auto notice = alone.control().shutdown();
+  CATCH_REQUIRE(notice.has_value());
+  CATCH_CHECK(notice->reason.find("it did not report the final evaluation within 2.0 s") !=
+              std::string::npos);
+  CATCH_CHECK_FALSE(cluster.WaitForJob(std::chrono::seconds(30)).ok());
+  const RunSummary& summary = cluster.summary();
+  CATCH_REQUIRE(summary.stalls.size() == 2);
+  CATCH_CHECK(summary.stalls[1].dropped);
+  CATCH_REQUIRE(summary.dropped.size() == 1);
+  CATCH_CHECK(summary.dropped[0].reason.find("held the job a second time") != std::string::npos);
+}
 
 CATCH_TEST_CASE("A trainer that heartbeats and never pushes is left out of a round, then dropped",
                 "[scheduler][stall]") {
