@@ -18,10 +18,12 @@ namespace {
 
 const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
 
-// Set by SIGINT/SIGTERM: the scheduler then shuts the job down cleanly and writes its summary.
+// SIGINT/SIGTERM: the scheduler takes a checkpoint, then shuts the job down cleanly and writes
+// its summary; a second signal shuts it down at once.
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_stop_after_checkpoint{false};
 void RequestStop(int) {
-  g_stop.store(true);
+  if (g_stop_after_checkpoint.exchange(true)) g_stop.store(true);
 }
 
 struct Overrides {
@@ -245,6 +247,15 @@ int main(int argc, char** argv) {
                  "checkpoints (the newest committed one). The job is the checkpoint's; flags still "
                  "override it")
       ->excludes("--config");
+  std::string run_dir;
+  app.add_option("--run-dir", run_dir,
+                 "Where the outputs the job does not place go: summary.json, model.safetensors, "
+                 "checkpoints/ (not in mode auto), job.yaml (default runs/<date-time> here; a resumed "
+                 "job gets a new one)");
+  bool no_checkpoints = false;
+  app.add_flag("--no-checkpoints", no_checkpoints,
+               "Take no checkpoints (a lost server then ends the job, and a stop cannot be resumed)")
+      ->excludes("--checkpoint-dir");
   std::string endpoint_file;
   bool check_only = false;
   app.add_flag("--check", check_only,
@@ -276,23 +287,34 @@ int main(int argc, char** argv) {
     auto loaded = hetps::ParseJobYaml(checkpoint->manifest.job_yaml, checkpoint_dir + "/manifest.json (job)");
     if (!loaded.ok()) return hetps::FatalError("hetps-scheduler", loaded.status());
     job = std::move(*loaded);
-    // A directory of checkpoints given: the resumed job goes on writing there.
-    if (checkpoint_dir != resume) job.checkpoint.dir = resume;
+    // A directory of checkpoints the job named given: the resumed job goes on writing there. (The
+    // run directory's is not in the checkpoint's job: a resumed run writes into a new one.)
+    if (checkpoint_dir != resume && !job.checkpoint.dir.empty()) job.checkpoint.dir = resume;
   }
   hetps::Status status = ApplyOverrides(app, o, &job);
   if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
+  if (no_checkpoints) job.checkpoint.dir.clear();
+  // An empty --checkpoint-dir takes none, as --no-checkpoints does.
+  const bool run_dir_checkpoints = !no_checkpoints && app.get_option("--checkpoint-dir")->count() == 0;
+  const hetps::RunDirectory run =
+      hetps::FillFromRunDir(run_dir.empty() ? hetps::DefaultRunDir() : run_dir, run_dir_checkpoints, &job);
 
   if (check_only) {
     std::fputs(hetps::JobOptionsToYaml(job).c_str(), stdout);
     return 0;
   }
 
+  status = hetps::CreateRunDir(run, job, resume_from);
+  if (!status.ok()) return hetps::FatalError("hetps-scheduler", status);
+  HETPS_LOG(INFO) << "run directory " << run.path;
   hetps::SchedulerOptions options;
   options.job = job;
+  options.run_dir = run;
   options.progress_out = progress == "none" ? nullptr : stdout;
   options.progress_in_place = progress == "auto" && hetps::IsTerminal(stdout);
   options.endpoint_file = endpoint_file;
   options.stop = &g_stop;
+  options.stop_after_checkpoint = &g_stop_after_checkpoint;
   options.resume = resume_from;  // the checkpoint chosen above, not the newest one then
   if (!job.data.format.empty() || job.data.serve) {
     // The built-in data set, served: its files under --data-dir (default: where Debian puts them).
@@ -333,7 +355,9 @@ int main(int argc, char** argv) {
     }
     options.status_board = &board;
   }
-  std::signal(SIGINT, RequestStop);
+  // Started with SIGINT ignored (in the background of a script, as the launchers start it), it
+  // keeps ignoring it: a Ctrl-C there is the script's, which stops the job with SIGTERM.
+  if (std::signal(SIGINT, RequestStop) == SIG_IGN) std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, RequestStop);
   zmq::context_t context(1);
   hetps::Scheduler scheduler(context, options);

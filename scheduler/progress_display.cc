@@ -95,7 +95,8 @@ std::vector<std::string> ProgressLines(const JobView& job, const std::vector<con
   // Once no trainer is working, the rate of the job so far rather than a misleading zero.
   if (!working && samples > 0 && job.elapsed_seconds > 0) rate = samples / job.elapsed_seconds;
   const double total = static_cast<double>(job.samples_per_epoch) * std::max<uint32_t>(job.epochs, 1);
-  const double fraction = total > 0 ? std::min(1.0, samples / total) : 0.0;
+  const double fraction =
+      total > 0 ? std::min(1.0, (samples + static_cast<double>(job.samples_before)) / total) : 0.0;
   const int width = 24;
   const int filled = static_cast<int>(std::lround(fraction * width));
   std::string bar = "[" + std::string(filled, '#') + std::string(width - filled, '.') + "]";

@@ -50,6 +50,7 @@ struct JobView {
   uint32_t epochs = 0;
   uint32_t servers = 0;
   uint64_t samples_per_epoch = 0;
+  uint64_t samples_before = 0;  // trained before this run (a resumed job: at its checkpoint)
   double elapsed_seconds = 0;
   std::string phase;    // "waiting for members", "training", ...
   std::string detail;   // a line of mode-specific figures (e.g. staleness); empty: none

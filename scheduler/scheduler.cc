@@ -129,6 +129,7 @@ Status Scheduler::Start() {
     writer_options.keep = job_.checkpoint.keep;
     writer_ = std::make_unique<CheckpointWriter>(fs_, job_.checkpoint.dir, writer_options);
   }
+  HETPS_RETURN_IF_ERROR(OpenHistory());
   if (!options_.endpoint_file.empty()) {
     HETPS_RETURN_IF_ERROR(WriteFileAtomically(options_.endpoint_file, endpoint_ + "\n"));
   }
@@ -166,7 +167,9 @@ Status Scheduler::Run() {
     }
     Tick();
     if (options_.stop != nullptr && options_.stop->load()) {
-      BeginShutdown(true, "the scheduler was asked to stop (signal)", /*requested=*/true);
+      BeginShutdown(true, "the scheduler was asked to stop (signal)" + ResumeHint(), /*requested=*/true);
+    } else if (options_.stop_after_checkpoint != nullptr && options_.stop_after_checkpoint->load()) {
+      StopAfterCheckpoint();
     }
     if (phase_ == Phase::kShuttingDown) {
       bool all_gone = true;
@@ -177,6 +180,7 @@ Status Scheduler::Run() {
     }
   }
   FillSummary();
+  CloseHistory();
   ShowProgress(/*force=*/true);
   MaybePublishStatus(/*force=*/true);
   if (!job_.summary.empty()) {
@@ -298,6 +302,7 @@ void Scheduler::Handle(Message message) {
         if (seconds > 0)
           member->progress.steps_per_second = static_cast<double>(p->clock() - before.clock) / seconds;
       }
+      if (member->role == wire::Role::Trainer) LogProgress(*member);
       if (balancer_) {
         balancer_->Observe(member->rank, p->timed_samples(), PacedSeconds(*p), p->timed_steps());
         MaybeRebalance();
@@ -438,6 +443,7 @@ void Scheduler::Tick() {
   }
   ShowProgress(false);
   MaybePublishStatus(/*force=*/false);
+  MaybeLogJob();
 }
 
 void Scheduler::DeclareDead(Member& member, const std::string& why) {

@@ -10,7 +10,8 @@
 // joining and leaving a running job, balancing), scheduler_evaluations.cc, scheduler_report.cc
 // (run summary, progress), scheduler_status.cc (status snapshots for HTTP and hetps-status),
 // scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
-// scheduler_recovery.cc (replacing a lost server) and scheduler_identity.cc (CURVE, identities).
+// scheduler_recovery.cc (replacing a lost server), scheduler_identity.cc (CURVE, identities) and
+// scheduler_history.cc (the run's history, metrics.jsonl).
 #pragma once
 
 #include <atomic>
@@ -41,9 +42,11 @@
 #include "scheduler/chunk_queue.h"
 #include "scheduler/connection_monitor.h"
 #include "scheduler/membership.h"
+#include "scheduler/metrics_log.h"
 #include "scheduler/mode_chooser.h"
 #include "scheduler/progress_display.h"
 #include "scheduler/report_checks.h"
+#include "scheduler/run_dir.h"
 #include "scheduler/run_summary.h"
 #include "scheduler/server_links.h"
 #include "scheduler/stall_watch.h"
@@ -58,6 +61,12 @@ struct SchedulerOptions {
   bool progress_in_place = false;           // redraw in place (set when progress_out is a terminal)
   std::string endpoint_file;                // write the bound endpoint here once listening (optional)
   const std::atomic<bool>* stop = nullptr;  // when it turns true, the job is ended as failed
+  // When it turns true, the job takes a checkpoint and then ends as stopped (StopAfterCheckpoint);
+  // `stop` still ends it at once. nullptr: never.
+  const std::atomic<bool>* stop_after_checkpoint = nullptr;
+  // Where the job's outputs go that the job leaves unnamed; a checkpoint stores the job without
+  // the paths it supplied (scheduler/run_dir.h).
+  RunDirectory run_dir;
   // Continue the job of this checkpoint: a checkpoint's directory, or a directory of checkpoints
   // (its newest committed one). `job` must be the checkpoint's job (its model and shard map).
   std::string resume;
@@ -166,6 +175,15 @@ class Scheduler {
   void HandleStatusRequest(const Message& message);
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
+  // The run's history (metrics.jsonl in the run directory; scheduler_report.cc): a trainer's
+  // report, the job's totals (every progress interval), an evaluation, a mode decision.
+  Status OpenHistory();  // at Start, with a "run" record
+  void CloseHistory();   // at the end, with an "end" record
+  void LogProgress(const Member& trainer);
+  void MaybeLogJob();
+  void LogEvaluation(const Evaluation& e);
+  void LogModeDecision(const ModeDecision& d);
+  double TimeSinceTraining() const;  // 0 before training starts
 
   // ---- checkpoints, the final model and resuming (scheduler_checkpoints.cc) ----
   void MaybeCheckpoint();
@@ -190,6 +208,12 @@ class Scheduler {
   // servers before training starts; false when the job cannot resume.
   bool CheckResume();
   void RestoreForResume();
+  // A signal asked for a stop: takes a checkpoint (once no other cut, admission or recovery is
+  // under way), then shuts the job down as stopped, naming the checkpoint that resumes it. Without
+  // checkpoints, or before training, it stops at once; a job already finishing finishes.
+  void StopAfterCheckpoint();
+  // "; resume with: hetps-scheduler --resume DIR" for the newest committed checkpoint.
+  std::string ResumeHint() const;
 
   // ---- a lost server (scheduler_recovery.cc) ----
   // A server died or hung: with checkpoints, pause the trainers and wait for a replacement;
@@ -406,6 +430,8 @@ class Scheduler {
   ServerLinks links_;
   StallWatch stalls_;  // trainers that hold the job (JudgeStalls)
   std::unique_ptr<ConnectionMonitor> monitor_;
+  MetricsLog metrics_;  // open when the scheduler has a run directory
+  Clock::time_point metrics_job_at_{};
   std::unique_ptr<CheckpointWriter> writer_;  // with checkpoint.dir or model_out
   std::optional<CheckpointCut> cut_;
   uint32_t cut_number_ = 0;
@@ -422,6 +448,11 @@ class Scheduler {
   std::optional<Manifest> resume_;     // --resume: the checkpoint continued from
   std::string restorable_checkpoint_;  // directory of this job's newest checkpoint (empty: none yet)
   std::map<uint32_t, uint64_t> awaiting_restore_;  // servers whose Ack to a Restore is due: its seq
+  // StopAfterCheckpoint: when it was asked, the newest checkpoint then, and the cut taken for it
+  // (0: not begun yet).
+  std::optional<Clock::time_point> stop_asked_;
+  std::string checkpoint_before_stop_;
+  uint32_t stop_cut_ = 0;
 
   // Recovery from a lost server (scheduler_recovery.cc).
   struct Recovery {

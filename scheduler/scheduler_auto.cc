@@ -178,6 +178,7 @@ void Scheduler::SwitchMode(const ModeChooser::Decision& decision) {
   auto_rule_ = decision;
   summary_.mode_decisions.push_back({SecondsSince(training_started_), from_clock, ModeName(decision.mode),
                                      decision.staleness, decision.reason});
+  LogModeDecision(summary_.mode_decisions.back());
   for (Member* server : members_.Members(wire::Role::Server)) SendMode(*server, from_clock);
   if (decision.mode == ConsistencyMode::kDiloco) {
     // The trainers leave their per-step loop at from_clock (or, behind it, at once) and run rounds

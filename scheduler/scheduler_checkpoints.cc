@@ -207,7 +207,7 @@ void Scheduler::MaybeFinishCut() {
   m.servers = job_.servers;
   m.tensors = shard_map_->tensors();
   m.partitions = shard_map_->partitions();
-  m.job_yaml = JobOptionsToYaml(job_);
+  m.job_yaml = JobOptionsToYaml(WithoutRunPaths(job_, options_.run_dir));
   m.data = cut.Position(job_.epochs);
   if (final) m.data.samples_trained = SamplesTrained();
   std::vector<ServerState> states = cut.States();
@@ -299,6 +299,47 @@ void Scheduler::FinishJob() {
   }
   if (!output_error_.empty()) return BeginShutdown(true, output_error_);
   BeginShutdown(false, "");
+}
+
+void Scheduler::StopAfterCheckpoint() {
+  // Finishing: the final checkpoint and the model are moments away; a second signal stops at once.
+  if (phase_ == Phase::kShuttingDown || phase_ == Phase::kFinishing) return;
+  const std::string stopped = "the scheduler was asked to stop (signal)";
+  const auto now = Clock::now();
+  if (!stop_asked_) {
+    stop_asked_ = now;
+    checkpoint_before_stop_ = restorable_checkpoint_;
+    if (phase_ != Phase::kTraining || !writer_ || job_.checkpoint.dir.empty()) {
+      return BeginShutdown(true, stopped + ResumeHint(), /*requested=*/true);
+    }
+    HETPS_LOG(WARNING) << "asked to stop: taking a checkpoint first (a second signal stops at once)";
+    display_.Note("stopping: taking a checkpoint first");
+  }
+  if (stop_cut_ == 0) {
+    // Ours begins once any other cut, an admission or a recovery is over.
+    if (!cut_ && !admission_ && !recovery_) {
+      BeginCheckpoint(/*final=*/false);
+      stop_cut_ = cut_number_;
+    }
+  } else if (!cut_ && !writer_->Busy()) {
+    PollWriter();
+    const bool taken = restorable_checkpoint_ != checkpoint_before_stop_;
+    return BeginShutdown(true,
+                         stopped + (taken ? "" : "; the checkpoint before stopping failed") + ResumeHint(),
+                         /*requested=*/true);
+  }
+  // A cut times out on its own (checkpoint.cut_timeout_s); this bounds the wait for one to begin.
+  if (now - *stop_asked_ > std::chrono::seconds(2 * job_.checkpoint.cut_timeout_s)) {
+    BeginShutdown(true, stopped + "; no checkpoint could be taken in time" + ResumeHint(),
+                  /*requested=*/true);
+  }
+}
+
+std::string Scheduler::ResumeHint() const {
+  if (job_.checkpoint.dir.empty())
+    return "; it takes no checkpoints (checkpoint.dir), so it cannot be resumed";
+  if (restorable_checkpoint_.empty()) return "; no checkpoint was committed, so it cannot be resumed";
+  return "; resume with: hetps-scheduler --resume " + restorable_checkpoint_;
 }
 
 bool Scheduler::CheckResume() {

@@ -28,6 +28,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
     e.test_samples = report->test_samples();
     e.test_positions = report->test_positions();
     summary_.evaluations.push_back(e);
+    LogEvaluation(e);
     char line[256];
     std::snprintf(line, sizeof(line), "at %s samples (%s): %s, test loss %.4f",
                   WithThousands(e.samples_trained).c_str(), FormatDuration(e.wall_seconds).c_str(),
@@ -52,6 +53,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   e.wall_seconds = SecondsSince(training_started_);
   e.samples_trained = SamplesTrained();
   summary_.evaluations.push_back(e);
+  LogEvaluation(e);
   if (e.final) {
     Status kept = KeepModelBuffers(*report);
     if (!kept.ok()) {

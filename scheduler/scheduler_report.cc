@@ -103,6 +103,7 @@ void Scheduler::ShowProgress(bool force) {
   view.epochs = job_.epochs;
   view.servers = job_.servers;
   view.samples_per_epoch = chunks_.samples();
+  if (resume_) view.samples_before = resume_->data.samples_trained;
   view.elapsed_seconds = training_started_ != Clock::time_point{} ? SecondsSince(training_started_) : 0;
   view.phase = PhaseName();
   view.rounds = job_.mode == ConsistencyMode::kDiloco;

@@ -138,11 +138,9 @@ echo "launch_local.sh: $servers servers, $trainers trainers; logs in $run_dir"
 make_keys
 
 interrupted() {
-  trap - INT TERM
   echo
   echo "launch_local.sh: interrupted; stopping the cluster (logs in $run_dir)" >&2
-  [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null
-  finish 5
+  stop_job
   exit 130
 }
 trap interrupted INT TERM

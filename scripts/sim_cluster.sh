@@ -145,12 +145,10 @@ on_exit() {
   exit "$code"
 }
 interrupted() {
-  trap '' INT TERM
   echo
   echo "$tool: interrupted; stopping the cluster (logs in $run_dir)" >&2
   stop_stalls
-  [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null
-  finish 5
+  stop_job
   exit 130
 }
 trap on_exit EXIT

@@ -134,7 +134,9 @@ int main(int argc, char** argv) {
   zmq::context_t context(1);
   hetps::Trainer trainer(context, options);
   // The handler only sets a flag; this thread turns it into Leave(), which takes locks.
-  std::signal(SIGINT, RequestLeave);
+  // Started with SIGINT ignored (in the background of a script, as the launchers start it), it
+  // keeps ignoring it: a Ctrl-C there is the script's, which stops the job through the scheduler.
+  if (std::signal(SIGINT, RequestLeave) == SIG_IGN) std::signal(SIGINT, SIG_IGN);
   std::signal(SIGTERM, RequestLeave);
   std::atomic<bool> finished{false};
   std::thread watcher([&] {

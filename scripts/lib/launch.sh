@@ -138,25 +138,21 @@ job_checkpoint_dir() {  # the checkpoint directory of the resolved job, or nothi
   awk '/^checkpoint:/ {inside = 1; next} /^[^ ]/ {inside = 0} inside && $1 == "dir:" && $2 != "\"\"" && $2 != "~" {print $2}' <<<"$resolved"
 }
 
-# Creates the run directory and adds where checkpoints and the model go: checkpoints go to the
-# run directory unless the job (or --checkpoint-dir) puts them elsewhere. Writes the resolved
-# job.yaml and sets `checkpoints_dir`, `max_restarts` (unless given) and `restarts`.
+# Creates the run directory and hands it to the scheduler, which puts there what the job places
+# nowhere else: the summary, the model and (but in mode auto) the checkpoints (hetps-scheduler
+# --run-dir). Writes the resolved job.yaml and sets `checkpoints_dir`, `max_restarts` (unless
+# given) and `restarts`.
 settle_job() {
   run_dir=${run_dir:-$root/runs/$(date +%Y%m%d-%H%M%S)}
   mkdir -p "$run_dir"
   run_dir=$(cd "$run_dir" && pwd)
-  local job_dir
-  job_dir=$(job_checkpoint_dir)
+  scheduler_flags+=(--run-dir "$run_dir")
   if ((checkpoints)); then
-    if [[ -n $checkpoint_dir ]]; then
-      scheduler_flags+=(--checkpoint-dir "$checkpoint_dir")
-    elif [[ -z $job_dir ]]; then
-      scheduler_flags+=(--checkpoint-dir "$run_dir/checkpoints")
-    fi
+    [[ -z $checkpoint_dir ]] || scheduler_flags+=(--checkpoint-dir "$checkpoint_dir")
   else
-    scheduler_flags+=(--checkpoint-dir "")
+    scheduler_flags+=(--no-checkpoints)
   fi
-  scheduler_flags+=(--model-out "${model_out:-$run_dir/model.safetensors}")
+  [[ -z $model_out ]] || scheduler_flags+=(--model-out "$model_out")
   # The scheduler reads the data it serves, and relative paths of the job's data section, under
   # --data-dir as the trainers do, unless the flags after `--` give it one of its own.
   local flag own=0
@@ -216,6 +212,27 @@ finish() {  # waits up to $1 seconds for every process, then kills what is left
   stop_all TERM
   sleep 1
   stop_all KILL
+}
+
+# On Ctrl-C or SIGTERM: asks the scheduler to stop (SIGTERM), which takes a checkpoint first and
+# shuts the members down; another Ctrl-C asks again, which stops it at once. Then stops what is
+# left and says how to resume.
+stop_job() {
+  trap '[[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null' INT TERM
+  if [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null; then
+    echo "$tool: the scheduler takes a checkpoint, then stops the job (Ctrl-C again: at once)" >&2
+    # Twice the default checkpoint.cut_timeout_s and a little: the scheduler's own bound on it.
+    local deadline=$((SECONDS + 130))
+    while kill -0 "$scheduler_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
+  fi
+  finish 5
+  resume_hint
+}
+
+resume_hint() {  # says how to continue the job, when it has a committed checkpoint
+  if [[ -n ${checkpoints_dir:-} ]] && ls "$checkpoints_dir"/checkpoint-*/manifest.json >/dev/null 2>&1; then
+    echo "$tool: continue the job from its newest checkpoint with: scripts/$tool --resume $checkpoints_dir" >&2
+  fi
 }
 
 wait_for_endpoint() {  # waits for the scheduler to write $endpoint_file; exits 1 if it does not
@@ -307,9 +324,7 @@ end_job() {
     echo "$tool: the job failed; logs in $run_dir" >&2
     [[ $name == scheduler ]] && tail -n 5 "$run_dir/scheduler.log" >&2
     [[ $name == scheduler ]] && member_errors >&2
-    if [[ $name == scheduler && -n $checkpoints_dir ]] && ls "$checkpoints_dir"/checkpoint-*/manifest.json >/dev/null 2>&1; then
-      echo "$tool: continue the job from its newest checkpoint with: scripts/$tool --resume $checkpoints_dir" >&2
-    fi
+    [[ $name == scheduler ]] && resume_hint
     exit 1
   fi
   echo "$tool: done; logs in $run_dir"

@@ -28,7 +28,8 @@ job() {
 
 start_scheduler() {
   job "listen: tcp://127.0.0.1:*" "summary: $work/run.json"
-  "$bin/hetps-scheduler" --config "$work/job.yaml" --endpoint-file "$work/endpoint" --progress plain "$@" \
+  "$bin/hetps-scheduler" --config "$work/job.yaml" --run-dir "$work/run-dir" --endpoint-file "$work/endpoint" \
+    --progress plain "$@" \
     > "$work/scheduler.out" 2> "$work/scheduler.log" &
   scheduler=$!
   e2e_pids+=("$scheduler")
