@@ -6,8 +6,10 @@
 # runtime for scripts/fuzz.sh, clang-format and clang-tidy for scripts/lint.sh; iproute2 and
 # python3-yaml for scripts/sim_cluster.sh; openssh-server and slurm-wlm for the tests of
 # scripts/launch_hosts.sh and deploy/slurm, which start their own sshd and Slurm; prometheus and
-# chromium for the tests of the status endpoint) and OpenBLAS's OpenMP build as the system BLAS
-# (Debian's LibTorch is 7-27x slower on the reference BLAS). With --torch pip, also PyPI's torch
+# chromium for the tests of the status endpoint; python3-matplotlib for scripts/report.sh) and
+# OpenBLAS's OpenMP build as the system BLAS (Debian's LibTorch is 7-27x slower on the reference
+# BLAS); from PyPI for Debian's python3, safetensors, kubernetes-validate and tensorboard (for
+# the tests of the export, the manifests and the report). With --torch pip, also PyPI's torch
 # (the CUDA build of LibTorch, about 3 GB) in a virtual environment at .venv in the repository,
 # for scripts/build.sh --torch pip; configuring against it needs the CUDA toolkit's nvcc
 # (/usr/local/cuda), though no GPU.
@@ -158,6 +160,14 @@ if ! /usr/bin/python3 -c 'import kubernetes_validate' 2>/dev/null; then
   echo "install-deps: installing kubernetes-validate from PyPI for /usr/bin/python3"
   "${sudo_cmd[@]}" /usr/bin/python3 -m pip install --quiet --root-user-action=ignore \
     --break-system-packages 'kubernetes-validate>=1.28,<2'
+fi
+
+# scripts/report.sh --tensorboard writes event files with PyPI's tensorboard (its test reads
+# them back with TensorBoard's own reader), with Debian's python3 as above.
+if ! /usr/bin/python3 -c 'import tensorboard' 2>/dev/null; then
+  echo "install-deps: installing tensorboard from PyPI for /usr/bin/python3"
+  "${sudo_cmd[@]}" /usr/bin/python3 -m pip install --quiet --root-user-action=ignore \
+    --break-system-packages 'tensorboard>=2.14,<3'
 fi
 
 if [[ $torch == pip ]]; then

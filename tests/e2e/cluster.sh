@@ -7,6 +7,9 @@
 #   start_scheduler [FLAGS...]  starts hetps-scheduler on the job; sets $scheduler and $endpoint
 #   start_member NAME PROGRAM [FLAGS...]  starts a server or trainer, logging to $work/NAME.log;
 #                             sets $last_pid
+#   by_hand NAME SLOWDOWN [SCHEDULER_FLAGS...]  starts a scheduler with only these flags (no job
+#                             file, no run directory: its default), one server and one trainer;
+#                             logs in $work/NAME.out, NAME.log, NAME-server.log, NAME-trainer.log
 #   wait_for_line FILE PATTERN SECONDS    waits until FILE holds a line matching PATTERN
 #   wait_scheduler            waits for the scheduler; its exit status
 #   show_logs                 prints the end of every log (on failure)
@@ -45,6 +48,20 @@ start_member() {
   e2e_pids+=("$last_pid")
 }
 
+by_hand() {
+  local name=$1 slowdown=$2
+  shift 2
+  rm -f "$work/endpoint"
+  "$bin/hetps-scheduler" --listen 'tcp://127.0.0.1:*' --endpoint-file "$work/endpoint" --progress plain "$@" \
+    > "$work/$name.out" 2> "$work/$name.log" &
+  scheduler=$!
+  e2e_pids+=("$scheduler")
+  for _ in $(seq 100); do [[ -s $work/endpoint ]] && break; sleep 0.1; done
+  [[ -s $work/endpoint ]] || fail "the scheduler ($name) did not start"
+  endpoint=$(<"$work/endpoint")
+  start_member "$name-server" hetps-server
+  start_member "$name-trainer" hetps-trainer --device cpu --threads 1 --slowdown "$slowdown"
+}
 wait_for_line() {
   local file=$1 pattern=$2 seconds=$3
   local deadline=$((SECONDS + seconds))

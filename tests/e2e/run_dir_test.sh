@@ -12,20 +12,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/cluster.sh" "$build"
 cd "$work"
 samples=12000
 
-by_hand() {  # by_hand NAME SLOWDOWN SCHEDULER_FLAGS...: a scheduler, a server and a trainer
-  local name=$1 slowdown=$2
-  shift 2
-  rm -f "$work/endpoint"
-  "$bin/hetps-scheduler" --listen 'tcp://127.0.0.1:*' --endpoint-file "$work/endpoint" --progress plain "$@" \
-    > "$work/$name.out" 2> "$work/$name.log" &
-  scheduler=$!
-  e2e_pids+=("$scheduler")
-  for _ in $(seq 100); do [[ -s $work/endpoint ]] && break; sleep 0.1; done
-  [[ -s $work/endpoint ]] || fail "the scheduler ($name) did not start"
-  endpoint=$(<"$work/endpoint")
-  start_member "$name-server" hetps-server
-  start_member "$name-trainer" hetps-trainer --device cpu --threads 1 --slowdown "$slowdown"
-}
 job_flags=(--model mlp --mode sync --servers 1 --trainers 1 --epochs 1 --max-train-samples "$samples" --seed 3)
 
 # 1. By hand, to the end: everything in runs/<date-time>.
