@@ -55,6 +55,7 @@ summary: $dir/run.json
 data: {serve: true}
 YAML
   "$bin/hetps-scheduler" --config "$dir/job.yaml" --endpoint-file "$dir/endpoint" --progress none \
+    --run-dir "$dir/run" --no-checkpoints \
     >"$dir/scheduler.out" 2>"$dir/scheduler.log" &
   local scheduler=$!
   pids+=("$scheduler")

@@ -141,12 +141,12 @@ std::string SvgPlot(const std::string& title, const std::vector<PlotSeries>& ser
   return out.str();
 }
 
-std::string RenderStatusPage(const StatusSnapshot& s) {
+std::string RenderStatusPage(const StatusSnapshot& s, bool live) {
   std::ostringstream out;
   out << "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-      << "<meta http-equiv=\"refresh\" content=\"" << kStatusPageRefreshSeconds << "\">"
-      << "<title>hetps: " << EscapeHtml(s.mode) << ' ' << EscapeHtml(s.model) << ", "
+      << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">";
+  if (live) out << "<meta http-equiv=\"refresh\" content=\"" << kStatusPageRefreshSeconds << "\">";
+  out << "<title>hetps: " << EscapeHtml(s.mode) << ' ' << EscapeHtml(s.model) << ", "
       << Format("%.0f%%", 100 * s.progress_ratio) << "</title>\n<style>"
       << "body{font-family:system-ui,sans-serif;margin:1em;color:#222}"
       << "table{border-collapse:collapse;font-size:0.9em}td,th{border-bottom:1px solid #ddd;padding:3px 6px;"

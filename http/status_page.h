@@ -13,7 +13,9 @@ namespace hetps {
 
 inline constexpr int kStatusPageRefreshSeconds = 3;
 
-std::string RenderStatusPage(const StatusSnapshot& snapshot);
+// `live`: the page reloads itself every kStatusPageRefreshSeconds (served); false: a record of
+// the job as it ended (the run directory's status.html).
+std::string RenderStatusPage(const StatusSnapshot& snapshot, bool live = true);
 
 // `text` with &, <, >, " and ' escaped for HTML.
 std::string EscapeHtml(const std::string& text);

@@ -183,6 +183,7 @@ Status Scheduler::Run() {
   CloseHistory();
   ShowProgress(/*force=*/true);
   MaybePublishStatus(/*force=*/true);
+  SaveStatusPage();
   if (!job_.summary.empty()) {
     Status written = WriteFileAtomically(job_.summary, summary_.ToJson());
     if (!written.ok()) {

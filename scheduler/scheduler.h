@@ -177,8 +177,9 @@ class Scheduler {
   StalenessSummary Staleness(uint64_t* max_clock_gap);
   // The run's history (metrics.jsonl in the run directory; scheduler_report.cc): a trainer's
   // report, the job's totals (every progress interval), an evaluation, a mode decision.
-  Status OpenHistory();  // at Start, with a "run" record
-  void CloseHistory();   // at the end, with an "end" record
+  Status OpenHistory();   // at Start, with a "run" record
+  void CloseHistory();    // at the end, with an "end" record
+  void SaveStatusPage();  // at the end: the status page as the job ended, status.html
   void LogProgress(const Member& trainer);
   void MaybeLogJob();
   void LogEvaluation(const Evaluation& e);

@@ -1,11 +1,13 @@
 // The run's history: what goes into metrics.jsonl (scheduler/metrics_log.h), built from what the
-// scheduler already holds when a report, an evaluation or a decision arrives. Part of the
+// scheduler already holds when a report, an evaluation or a decision arrives, and the status page
+// as the job ended (status.html). Part of the
 // Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include <cmath>
 
 #include "checkpoint/file_system.h"
 #include "checkpoint/manifest.h"
 #include "common/logging.h"
+#include "http/status_page.h"
 #include "scheduler/scheduler.h"
 
 namespace hetps {
@@ -119,6 +121,13 @@ void Scheduler::CloseHistory() {
   j["samples_per_second"] = summary_.samples_per_second;
   metrics_.Write(j);
   metrics_.Close();
+}
+
+void Scheduler::SaveStatusPage() {
+  if (options_.run_dir.path.empty() || !status_) return;
+  const std::string path = JoinPath(options_.run_dir.path, "status.html");
+  Status written = WriteFileAtomically(path, RenderStatusPage(*status_, /*live=*/false));
+  if (!written.ok()) HETPS_LOG(WARNING) << "the status page was not saved: " << written.message();
 }
 
 void Scheduler::LogModeDecision(const ModeDecision& d) {

@@ -218,7 +218,8 @@ finish() {  # waits up to $1 seconds for every process, then kills what is left
 # shuts the members down; another Ctrl-C asks again, which stops it at once. Then stops what is
 # left and says how to resume.
 stop_job() {
-  trap '[[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null' INT TERM
+  # (|| true: under set -e a trap's failing command, the scheduler already gone, would exit.)
+  trap '[[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null || true' INT TERM
   if [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null; then
     echo "$tool: the scheduler takes a checkpoint, then stops the job (Ctrl-C again: at once)" >&2
     # Twice the default checkpoint.cut_timeout_s and a little: the scheduler's own bound on it.

@@ -68,7 +68,7 @@ refused "listen.yaml:1: listen: '127.0.0.1' has no port" -- "$bin/hetps-schedule
 
 # HOST:PORT reaches a real scheduler (it answers status requests while it waits for members).
 "$bin/hetps-scheduler" --listen '127.0.0.1:*' --endpoint-file "$work/endpoint" --progress none --http off \
-  --servers 1 --trainers 1 2> "$work/scheduler.log" &
+  --servers 1 --trainers 1 --run-dir "$work/run" 2> "$work/scheduler.log" &
 scheduler=$!
 for _ in $(seq 100); do [[ -s $work/endpoint ]] && break; sleep 0.1; done
 [[ -s $work/endpoint ]] || fail "the scheduler wrote no endpoint: $(cat "$work/scheduler.log")"

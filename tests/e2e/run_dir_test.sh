@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Nothing is lost by default. A scheduler started by hand with no output flags leaves its run
 # directory (runs/<date-time> where it was started) with the summary, the trained model, its
-# checkpoints, job.yaml and the run's history (metrics.jsonl). SIGTERM to the scheduler in the middle of training takes a checkpoint
+# checkpoints, job.yaml, the run's history (metrics.jsonl) and the final status page. SIGTERM to the scheduler in the middle of training takes a checkpoint
 # first and prints the command that resumes it; that command continues the job in a directory of
 # its own, which names its parent, with its progress counted from where it resumed, and leaves the
 # parent's files as they were. Ctrl-C to launch_local.sh (the whole process group, as a terminal
@@ -15,16 +15,19 @@ samples=12000
 job_flags=(--model mlp --mode sync --servers 1 --trainers 1 --epochs 1 --max-train-samples "$samples" --seed 3)
 
 # 1. By hand, to the end: everything in runs/<date-time>.
-by_hand whole 1 "${job_flags[@]}"
+by_hand whole 4 "${job_flags[@]}"  # slowed: a few progress reports
 wait_scheduler || fail "the job by hand failed"
 runs=(runs/*)
 ((${#runs[@]} == 1)) || fail "expected one run directory, found: ${runs[*]}"
 first=${runs[0]}
-for f in summary.json model.safetensors job.yaml; do
+for f in summary.json model.safetensors job.yaml metrics.jsonl status.html; do
   [[ -s $first/$f ]] || fail "the run directory $first has no $f"
 done
 ls "$first"/checkpoints/checkpoint-*/manifest.json > /dev/null || fail "no checkpoint in $first/checkpoints"
 grep -q "summary in $first/summary.json" "$work/whole.out" || fail "the final line does not say where the summary is"
+# The status page as the job ended: complete, and not reloading itself.
+grep -q "</html>" "$first/status.html" && ! grep -q 'http-equiv="refresh"' "$first/status.html" ||
+  fail "$first/status.html is not the final status page"
 # The history: a run record, the trainer's reports with its samples growing, the job's totals,
 # the final evaluation and the end, in order of time.
 /usr/bin/python3 - "$first/metrics.jsonl" "$samples" <<'EOF' || fail "$first/metrics.jsonl is not the run's history"

@@ -43,7 +43,7 @@ expect_failure builtin-mse "loss: mse needs a TorchScript model" -- --model cnn 
 # A trainer whose copy of the file differs from the scheduler's, or that has none, says so.
 /usr/bin/python3 "$root/tests/e2e/torchscript_models.py" cnn "$work/cnn.pt"
 "$build/bin/hetps-scheduler" --model-file "$work/cnn.pt" --listen 'tcp://127.0.0.1:*' --endpoint-file "$work/ep" \
-  --progress none 2> "$work/scheduler.log" &
+  --progress none --run-dir "$work/run" 2> "$work/scheduler.log" &
 scheduler_pid=$!
 trap 'kill $scheduler_pid ${server_pid:-} 2>/dev/null || true; rm -rf "$work"' EXIT
 for _ in $(seq 100); do [[ -s $work/ep ]] && break; sleep 0.1; done

@@ -24,7 +24,7 @@ heartbeat_timeout_ms: 2000
 listen: tcp://127.0.0.1:*
 summary: $work/run.json
 YAML
-"$bin/hetps-scheduler" --config "$work/job.yaml" --endpoint-file "$work/endpoint" --progress plain \
+"$bin/hetps-scheduler" --config "$work/job.yaml" --endpoint-file "$work/endpoint" --progress plain --run-dir "$work/run" \
   > "$work/scheduler.out" 2> "$work/scheduler.log" &
 scheduler=$!
 pids+=($scheduler)
