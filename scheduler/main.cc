@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   std::string http_url_file;
   app.add_option("--http-url-file", http_url_file,
                  "Write the status page's URL (with the port bound) to this file");
-  app.add_option("--summary", o.summary, "Write the JSON run summary here");
+  app.add_option("--summary", o.summary, "Write the JSON run summary here (default <run dir>/summary.json)");
   app.add_option("--seed", o.seed, "Seed of model initialisation and data order")
       ->check(CLI::Range(uint64_t{0}, static_cast<uint64_t>(std::numeric_limits<int64_t>::max())));
   app.add_option("--max-train-samples", o.max_train_samples,
@@ -223,15 +223,16 @@ int main(int argc, char** argv) {
                  "Progress display: auto (in place on a terminal, else plain lines), plain, none")
       ->check(CLI::IsMember({"auto", "plain", "none"}));
   app.add_option("--checkpoint-dir", o.checkpoint_dir,
-                 "Write checkpoints into this directory (checkpoint.dir); with it, a lost server can be "
-                 "replaced");
+                 "Write checkpoints into this directory (checkpoint.dir; default <run dir>/checkpoints, "
+                 "but in mode auto; empty: none); with them, a lost server can be replaced");
   app.add_option("--checkpoint-interval", o.checkpoint_interval,
                  "Seconds between checkpoints (checkpoint.interval_seconds; 0: by time never)")
       ->check(CLI::Range(0, 86400 * 7));
   app.add_option("--checkpoint-keep", o.checkpoint_keep, "Committed checkpoints kept (checkpoint.keep)")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--model-out", o.model_out,
-                 "Write the trained model here at the end, as safetensors (model_out)");
+                 "Write the trained model here at the end, as safetensors (model_out; default <run "
+                 "dir>/model.safetensors)");
   std::string data_dir;
   app.add_option("--data-dir", data_dir,
                  "Relative paths of the job's data section are read under this directory (default: the "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a whole hetps cluster on this machine (127.0.0.1): one scheduler, N servers and M
 # trainers, shows the scheduler's progress, and stops every process it started when the job
-# ends, when any of them fails, or on Ctrl-C. Logs go to a run directory. At the start it prints
+# ends, when any of them fails, or on Ctrl-C (which takes a checkpoint first and prints how to
+# resume). Logs go to a run directory. At the start it prints
 # the scheduler's endpoint and the hetps-status command that shows the job's member table.
 #
 #   scripts/launch_local.sh [--config FILE] [options] [-- extra hetps-scheduler flags]
@@ -52,13 +53,14 @@
 #   --server-threads N    worker threads per hetps-server (default 1, best on a shared host)
 # Checkpoints and the model:
 #   --checkpoint-dir DIR         where checkpoints go (default: the job file's checkpoint.dir, else
-#                                <run dir>/checkpoints)
+#                                <run dir>/checkpoints; in mode auto, none)
 #   --checkpoint-interval SECS   seconds between checkpoints (default: the job file's, 30)
 #   --no-checkpoints             take none (a lost server then ends the job)
 #   --model-out FILE             where the trained model goes (default <run dir>/model.safetensors)
 #   --resume DIR                 continue the job of a checkpoint (DIR: a checkpoint, or a directory
-#                                of checkpoints: the newest committed one); the job is the
-#                                checkpoint's, and the options above still override it
+#                                of checkpoints: the newest committed one), into a new run
+#                                directory; the job is the checkpoint's, and the options above
+#                                still override it
 # Launcher options:
 #   --max-restarts N   restart a server or trainer that dies, with the same arguments, up to N
 #                      times in all (default 3 with checkpoints, 0 without; a trainer's restart
