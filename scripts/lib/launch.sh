@@ -221,7 +221,8 @@ stop_job() {
   # (|| true: under set -e a trap's failing command, the scheduler already gone, would exit.)
   trap '[[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null || true' INT TERM
   if [[ -n ${scheduler_pid:-} ]] && kill -s TERM "$scheduler_pid" 2>/dev/null; then
-    echo "$tool: the scheduler takes a checkpoint, then stops the job (Ctrl-C again: at once)" >&2
+    [[ -z ${checkpoints_dir:-} ]] ||
+      echo "$tool: the scheduler takes a checkpoint, then stops the job (Ctrl-C again: at once)" >&2
     # Twice the default checkpoint.cut_timeout_s and a little: the scheduler's own bound on it.
     local deadline=$((SECONDS + 130))
     while kill -0 "$scheduler_pid" 2>/dev/null && ((SECONDS < deadline)); do sleep 0.2; done
