@@ -8,8 +8,8 @@
 // several files: scheduler.cc (the loop, messages, data chunks, liveness, shutdown),
 // scheduler_join.cc (members joining, the shard map, the start), scheduler_trainers.cc (trainers
 // joining and leaving a running job, balancing), scheduler_evaluations.cc, scheduler_report.cc
-// (run summary, progress), scheduler_status.cc (status snapshots for HTTP and hetps-status),
-// scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
+// (progress reports, run summary, display), scheduler_status.cc (status snapshots for HTTP and
+// hetps-status), scheduler_checkpoints.cc (checkpoints, the final model, resuming a job),
 // scheduler_recovery.cc (replacing a lost server), scheduler_identity.cc (CURVE, identities) and
 // scheduler_history.cc (the run's history, metrics.jsonl).
 #pragma once
@@ -139,6 +139,7 @@ class Scheduler {
   bool RefuseUnread(Member& member, uint64_t receipt, const Message& message);
   // The token of a reply about to be served to `member`, outstanding from now on: random, never 0.
   uint64_t NewServedToken(Member& member);
+  void HandleProgress(Member& member, const Message& message);  // scheduler_report.cc
   void HandleDone(Member& member, const Message& message);
   void HandleEvalReport(Member& member, const Message& message);
   void Tick();
@@ -175,7 +176,7 @@ class Scheduler {
   void HandleStatusRequest(const Message& message);
   // Staleness over every server's applied pushes, and the largest clock gap any admitted.
   StalenessSummary Staleness(uint64_t* max_clock_gap);
-  // The run's history (metrics.jsonl in the run directory; scheduler_report.cc): a trainer's
+  // The run's history (metrics.jsonl in the run directory; scheduler_history.cc): a trainer's
   // report, the job's totals (every progress interval), an evaluation, a mode decision.
   Status OpenHistory();   // at Start, with a "run" record
   void CloseHistory();    // at the end, with an "end" record

@@ -1,11 +1,50 @@
-// What the scheduler reports: the run summary and the progress display, both read off the
-// members' latest progress and the servers' counters. Part of the Scheduler class
-// (scheduler/scheduler.h), on its loop thread like the rest.
+// What the scheduler reports and is reported: trainers' progress reports as they arrive, the run
+// summary and the progress display, both read off the members' latest progress and the servers'
+// counters. Part of the Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include <algorithm>
 
 #include "scheduler/scheduler.h"
 
 namespace hetps {
+
+// A trainer's progress report: its figures, its step rate, the history, and what balancing,
+// mode auto and periodic evaluations make of it.
+void Scheduler::HandleProgress(Member& member, const Message& message) {
+  const auto* p = message.body<wire::Progress>();
+  if (RefuseImplausible(message, CheckProgress(*p, bounds_))) return;
+  const TrainerProgress before = member.progress;
+  member.progress = {p->epoch(),
+                     p->clock(),
+                     p->samples(),
+                     p->loss(),
+                     p->samples_per_second(),
+                     p->weight_version(),
+                     p->batch_size(),
+                     before.timed_samples + p->timed_samples(),
+                     before.timed_seconds + p->timed_seconds(),
+                     before.paced_seconds + PacedSeconds(*p),
+                     p->step_seconds(),
+                     p->wait_seconds(),
+                     p->bytes_pushed(),
+                     p->bytes_pulled(),
+                     p->inner_steps(),
+                     p->last_round_inner_steps()};
+  member.progress.reported_at = Clock::now();
+  member.progress.steps_per_second = before.steps_per_second;
+  if (before.reported_at != Clock::time_point{} && p->clock() > before.clock) {
+    const double seconds =
+        std::chrono::duration<double>(member.progress.reported_at - before.reported_at).count();
+    if (seconds > 0)
+      member.progress.steps_per_second = static_cast<double>(p->clock() - before.clock) / seconds;
+  }
+  if (member.role == wire::Role::Trainer) LogProgress(member);
+  if (balancer_) {
+    balancer_->Observe(member.rank, p->timed_samples(), PacedSeconds(*p), p->timed_steps());
+    MaybeRebalance();
+  }
+  if (chooser_) ObserveForAuto(member, *p);
+  MaybeRequestSnapshot();
+}
 
 void Scheduler::FillSummary() {
   RunSummary& s = summary_;
