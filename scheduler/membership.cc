@@ -130,11 +130,6 @@ std::vector<uint32_t> Membership::LiveTrainerRanks() const {
   return ranks;
 }
 
-Member* Membership::LowestLiveTrainer() {
-  auto trainers = Training();
-  return trainers.empty() ? nullptr : trainers.front();
-}
-
 size_t Membership::Count(wire::Role role, bool live_only) const {
   return static_cast<size_t>(std::count_if(members_.begin(), members_.end(), [&](const auto& entry) {
     return entry.second.role == role && (entry.second.alive || !live_only);

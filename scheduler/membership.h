@@ -155,7 +155,6 @@ class Membership {
   std::vector<Member*> TrainersInJob();
   std::vector<Member*> Training();
   std::vector<uint32_t> LiveTrainerRanks() const;  // of the live trainers in the job
-  Member* LowestLiveTrainer();                     // of those that train
   size_t Count(wire::Role role, bool live_only = true) const;
 
   uint32_t expected_servers() const { return expected_servers_; }

@@ -130,6 +130,7 @@ std::string RunSummary::ToJson() const {
          {"test_perplexity", when_perplexity(Perplexity(e.test_loss))},
          {"test_bits_per_token", when_perplexity(BitsPerToken(e.test_loss))},
          {"wall_seconds", e.wall_seconds},
+         {"evaluated_seconds", e.evaluated_seconds},
          {"samples_trained", e.samples_trained},
          {"snapshot", e.snapshot}});
   }

@@ -22,6 +22,7 @@ struct Evaluation {
   uint64_t test_samples = 0;
   uint64_t test_positions = 0;   // targets scored (token data: tokens); the loss is their mean
   double wall_seconds = 0;       // since training started, when the weights were taken
+  double evaluated_seconds = 0;  // since training started, when the evaluation was reported
   uint64_t samples_trained = 0;  // by then, over all trainers
   uint32_t snapshot = 0;         // > 0: a periodic evaluation (eval_interval_samples)
 };

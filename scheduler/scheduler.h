@@ -154,6 +154,9 @@ class Scheduler {
   void MaybeRequestEvaluation();
   // eval_interval_samples: asks for a snapshot each time the samples trained pass a multiple.
   void MaybeRequestSnapshot();
+  // The trainer that evaluates the snapshots: the one chosen before while it trains, else the
+  // live trainer with the smallest share of the samples (lowest rank among equals).
+  Member* SnapshotEvaluator();
   uint64_t SamplesTrained();
   // "test accuracy 0.8812", "test R2 0.9123" for loss mse, or "test perplexity 4.512 (2.174
   // bits/token)" for token data.
@@ -369,6 +372,7 @@ class Scheduler {
   // Periodic evaluations: the ones asked for, by snapshot number, awaiting their reports.
   std::map<uint32_t, Evaluation> snapshots_;
   uint32_t next_snapshot_ = 1;
+  std::string snapshot_member_;  // routing id of the trainer that evaluates them
 
   std::optional<Balancer> balancer_;  // sync with balance: speed, and auto
   Clock::time_point last_rebalance_{};

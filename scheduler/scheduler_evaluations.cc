@@ -3,6 +3,8 @@
 // Scheduler class (scheduler/scheduler.h), on its loop thread like the rest.
 #include <algorithm>
 #include <limits>
+#include <utility>
+#include <vector>
 
 #include "checkpoint/safetensors_dtype.h"
 #include "common/logging.h"
@@ -27,6 +29,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
     e.test_r2 = report->r_squared();
     e.test_samples = report->test_samples();
     e.test_positions = report->test_positions();
+    e.evaluated_seconds = SecondsSince(training_started_);
     summary_.evaluations.push_back(e);
     LogEvaluation(e);
     char line[256];
@@ -51,6 +54,7 @@ void Scheduler::HandleEvalReport(Member& member, const Message& message) {
   e.test_samples = report->test_samples();
   e.test_positions = report->test_positions();
   e.wall_seconds = SecondsSince(training_started_);
+  e.evaluated_seconds = e.wall_seconds;
   e.samples_trained = SamplesTrained();
   summary_.evaluations.push_back(e);
   LogEvaluation(e);
@@ -141,6 +145,20 @@ uint64_t Scheduler::SamplesTrained() {
   return samples;
 }
 
+Member* Scheduler::SnapshotEvaluator() {
+  const std::vector<Member*> training = members_.Training();  // by rank
+  for (Member* t : training) {
+    if (t->routing_id == snapshot_member_) return t;
+  }
+  // The smallest share of the samples: the time its evaluations take costs the job least.
+  Member* chosen = nullptr;
+  for (Member* t : training) {
+    if (chosen == nullptr || t->progress.samples_per_second < chosen->progress.samples_per_second) chosen = t;
+  }
+  if (chosen != nullptr) snapshot_member_ = chosen->routing_id;
+  return chosen;
+}
+
 void Scheduler::MaybeRequestSnapshot() {
   if (job_.eval_interval_samples == 0 || phase_ != Phase::kTraining) return;
   const uint64_t samples = SamplesTrained();
@@ -148,7 +166,7 @@ void Scheduler::MaybeRequestSnapshot() {
   // make this loop (reports are checked too, report_checks.h).
   const uint64_t passed = samples / job_.eval_interval_samples;
   if (passed < next_snapshot_ || passed >= std::numeric_limits<uint32_t>::max()) return;
-  Member* evaluator = members_.LowestLiveTrainer();
+  Member* evaluator = SnapshotEvaluator();
   if (evaluator == nullptr) return;
   // Several multiples passed at once (a slow report) make one snapshot, not several.
   next_snapshot_ = static_cast<uint32_t>(passed) + 1;
@@ -182,12 +200,14 @@ void Scheduler::MaybeRequestEvaluation() {
     }
   }
   if (evals_.empty() || !eval_member_.empty()) return;
-  // The lowest live trainer; not one that let this evaluation wait too long, while another lives.
+  // The trainer that holds the snapshots (a final evaluation reports them first), else the
+  // lowest live one; not one that let this evaluation wait too long, while another lives.
+  const auto order = [this](const Member* t) {
+    return std::make_pair(t->routing_id == eval_passed_over_, t->routing_id != snapshot_member_);
+  };
   Member* evaluator = nullptr;
   for (Member* t : members_.Training()) {
-    if (evaluator == nullptr ||
-        (evaluator->routing_id == eval_passed_over_ && t->routing_id != eval_passed_over_))
-      evaluator = t;
+    if (evaluator == nullptr || order(t) < order(evaluator)) evaluator = t;
   }
   if (evaluator == nullptr) return;
   eval_member_ = evaluator->routing_id;

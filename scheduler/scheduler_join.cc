@@ -74,7 +74,7 @@ void Scheduler::HandleJoin(const Message& message) {
         job_.data.serve ? ServedLayout(fbb) : 0, job_.model_file.empty() ? nullptr : job_.model_file.c_str(),
         model_checksum_.empty() ? nullptr : model_checksum_.c_str(), ToWire(job_.loss), model_bytes_.size(),
         model_piece_bytes_, optimizer, job_.global_batch_size, DilocoToWire(fbb, job_.diloco),
-        ModelOptionsToWire(fbb, job_.model_options), job_.clip_grad_norm);
+        ModelOptionsToWire(fbb, job_.model_options), job_.clip_grad_norm, job_.eval_interval_samples);
   }
   const uint32_t scheduler_timeout_ms = std::max<uint32_t>(3 * job_.heartbeat_timeout_ms, 30000);
   auto token = member->data_token.empty() ? 0 : fbb.CreateString(member->data_token);

@@ -1,19 +1,18 @@
 #include "trainer/evaluator.h"
 
-#include <algorithm>
-#include <chrono>
-#include <cmath>
+#include <string>
+#include <utility>
 
 #include <torch/torch.h>
 
 #include "common/logging.h"
 #include "trainer/device/device.h"
-#include "trainer/models/loss.h"
 
 namespace hetps {
 
 Evaluator::Evaluator(Model& model, ModelBuffers& buffers, PsClient& client, ControlChannel& control,
-                     Sender& sender, const Dataset& test, torch::Device device, Options options)
+                     Sender& sender, const Dataset& test, torch::Device device, Options options,
+                     std::shared_ptr<Model> snapshot_model, torch::Device snapshot_device)
     : model_(model),
       buffers_(buffers),
       client_(client),
@@ -21,40 +20,71 @@ Evaluator::Evaluator(Model& model, ModelBuffers& buffers, PsClient& client, Cont
       sender_(sender),
       test_(test),
       device_(device),
-      options_(std::move(options)) {}
+      options_(std::move(options)) {
+  if (snapshot_model) {
+    worker_ = std::make_unique<SnapshotWorker>(std::move(snapshot_model), test_, snapshot_device, options_);
+  }
+}
 
-Result<uint64_t> Evaluator::Handle(const wire::EvalRequest& request, uint64_t clock) {
-  if (request.snapshot() > 0) {
-    HETPS_ASSIGN_OR_RETURN(const uint64_t version, PullLatest(clock));
-    Snapshot snapshot{request.snapshot(), request.epoch(), version, {}};
-    const auto& targets = buffers_.weight_targets();
-    for (size_t t = 0; t < targets.size(); ++t) {
-      const float* data = targets[t];
-      snapshot.weights.emplace_back(data, data + buffers_.signature()[t].numel());
-    }
-    snapshots_.push_back(std::move(snapshot));
-    return version;
-  }
-  if (request.final()) {
-    // The snapshots first, each loaded into the model in turn; the pull below restores the newest.
-    for (const Snapshot& snapshot : snapshots_) {
-      HETPS_RETURN_IF_ERROR(buffers_.FinishWeightCopies());
-      for (size_t t = 0; t < snapshot.weights.size(); ++t) {
-        std::copy(snapshot.weights[t].begin(), snapshot.weights[t].end(), buffers_.weight_targets()[t]);
-      }
-      HETPS_RETURN_IF_ERROR(buffers_.CommitWeights());
-      HETPS_RETURN_IF_ERROR(EvaluateAndReport(snapshot.epoch, false, snapshot.id, snapshot.version));
-    }
-    snapshots_.clear();
-  }
+Result<uint64_t> Evaluator::Evaluate(const wire::EvalRequest& request, uint64_t clock) {
+  if (request.final()) HETPS_RETURN_IF_ERROR(ReportSnapshots(/*wait=*/true));
   HETPS_ASSIGN_OR_RETURN(const uint64_t version, PullLatest(clock));
-  HETPS_RETURN_IF_ERROR(EvaluateAndReport(request.epoch(), request.final(), 0, version));
+  auto outcome = RunTestPass(model_, test_, device_, options_, [this] { return control_.Check(); });
+  if (!outcome.ok()) return outcome.status();
+  HETPS_LOG(INFO) << DescribeTestOutcome(*outcome, version, options_.loss);
+  HETPS_RETURN_IF_ERROR(Report(request.epoch(), request.final(), 0, version, *outcome));
   return version;
+}
+
+Status Evaluator::TakeSnapshot(const wire::EvalRequest& request, uint64_t clock) {
+  if (!worker_) {
+    HETPS_LOG(WARNING) << "ignored a request for snapshot " << request.snapshot()
+                       << ": this job takes none (eval_interval_samples 0)";
+    return Status::Ok();
+  }
+  std::vector<std::vector<float>> weights;
+  std::vector<float*> targets;
+  for (const TensorInfo& tensor : buffers_.signature()) {
+    weights.emplace_back(static_cast<size_t>(tensor.numel()));
+    targets.push_back(weights.back().data());
+  }
+  auto pulled = client_.Pull(clock, /*latest=*/true, targets);
+  if (!pulled.ok()) return pulled.status();
+  KeepSnapshot(request, pulled->weight_version, std::move(weights));
+  return Status::Ok();
 }
 
 void Evaluator::KeepSnapshot(const wire::EvalRequest& request, uint64_t version,
                              std::vector<std::vector<float>> weights) {
-  snapshots_.push_back(Snapshot{request.snapshot(), request.epoch(), version, std::move(weights)});
+  if (!worker_) return;
+  SnapshotWorker::Snapshot snapshot{request.snapshot(), request.epoch(), version, std::move(weights), {}};
+  try {
+    for (const torch::Tensor& buffer : model_.buffers()) snapshot.buffers.push_back(buffer.detach().clone());
+  } catch (const c10::Error& e) {
+    HETPS_LOG(WARNING) << "snapshot " << request.snapshot() << " left out: copying the buffers of model "
+                       << options_.model_name << " failed: " << e.what_without_backtrace();
+    return;
+  }
+  const size_t waiting = worker_->Submit(std::move(snapshot));
+  if (waiting > 2) {
+    HETPS_LOG(WARNING) << waiting << " snapshots wait for their evaluation: the test set takes longer than "
+                       << "eval_interval_samples of training; each holds a copy of the weights";
+  }
+}
+
+Status Evaluator::SendFinished() {
+  return ReportSnapshots(/*wait=*/false);
+}
+
+Status Evaluator::ReportSnapshots(bool wait) {
+  if (!worker_) return Status::Ok();
+  for (const SnapshotWorker::Finished& done : worker_->Take(wait)) {
+    HETPS_RETURN_IF_ERROR(done.status.WithContext("evaluating snapshot " + std::to_string(done.id)));
+    HETPS_LOG(INFO) << "snapshot " << done.id << ": "
+                    << DescribeTestOutcome(done.outcome, done.version, options_.loss);
+    HETPS_RETURN_IF_ERROR(Report(done.epoch, /*final=*/false, done.id, done.version, done.outcome));
+  }
+  return Status::Ok();
 }
 
 Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
@@ -65,44 +95,17 @@ Result<uint64_t> Evaluator::PullLatest(uint64_t clock) {
   return pulled->weight_version;
 }
 
-Status Evaluator::EvaluateAndReport(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version) {
-  const auto start = std::chrono::steady_clock::now();
-  TestMeasures measures(options_.loss);
-  const int64_t n = test_.size();
-  std::vector<int64_t> indices;
-  try {
-    torch::NoGradGuard no_grad;
-    model_.eval();
-    for (int64_t begin = 0; begin < n; begin += options_.batch_size) {
-      const int64_t end = std::min<int64_t>(n, begin + options_.batch_size);
-      indices = OrderedSampleIndices(test_, begin, end);
-      Batch batch = MakeBatch(test_, indices.data(), indices.size(), device_);
-      measures.Add(model_.forward(batch.input), batch.target);
-      HETPS_RETURN_IF_ERROR(control_.Check());  // stop when the scheduler is gone
-    }
-    model_.train();
-  } catch (const c10::Error& e) {
-    return Status::Internal("LibTorch failed evaluating model " + options_.model_name + " on " +
-                            DeviceDescription(device_) + ": " + e.what_without_backtrace());
-  }
-  const bool regression = options_.loss == Loss::kMse;
-  const bool sequences = measures.positions() > measures.samples();
-  HETPS_LOG(INFO) << "evaluated weights version " << version << " on " << n << " test samples"
-                  << (sequences ? " (" + std::to_string(measures.positions()) + " positions)" : "") << ": "
-                  << (regression ? "R2 " : "accuracy ")
-                  << (regression ? measures.r_squared() : measures.accuracy()) << ", loss "
-                  << measures.mean_loss()
-                  << (sequences ? ", perplexity " + std::to_string(std::exp(measures.mean_loss())) : "")
-                  << " (" << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()
-                  << " s)";
+Status Evaluator::Report(uint32_t epoch, bool final, uint32_t snapshot, uint64_t version,
+                         const TestOutcome& outcome) {
   flatbuffers::FlatBufferBuilder fbb(128);
   flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<wire::BufferValue>>> buffers;
   if (final) {
     HETPS_ASSIGN_OR_RETURN(buffers, BuildBuffers(fbb));
   }
-  auto body = wire::CreateEvalReport(fbb, epoch, final, version, measures.mean_loss(), measures.accuracy(),
-                                     static_cast<uint64_t>(n), snapshot, regression, measures.r_squared(),
-                                     buffers, static_cast<uint64_t>(measures.positions()));
+  const bool regression = options_.loss == Loss::kMse;
+  auto body =
+      wire::CreateEvalReport(fbb, epoch, final, version, outcome.mean_loss, outcome.accuracy, outcome.samples,
+                             snapshot, regression, outcome.r_squared, buffers, outcome.positions);
   return control_.Send(sender_.Seal(fbb, wire::Body::EvalReport, body.Union()));
 }
 

@@ -46,6 +46,7 @@ Result<JobInfo> ReadJob(const Message& accepted) {
     HETPS_ASSIGN_OR_RETURN(info.model_options, ModelOptionsFromWire(*job->model_options()));
   }
   info.clip_grad_norm = job->clip_grad_norm();
+  info.eval_interval_samples = job->eval_interval_samples();
   if (!std::isfinite(info.clip_grad_norm) || info.clip_grad_norm < 0) {
     return Status::Protocol("the scheduler sent a job with clip_grad_norm " +
                             std::to_string(info.clip_grad_norm));

@@ -26,6 +26,7 @@ struct JobInfo {
   uint64_t seed = 0;
   uint64_t train_samples = 0;
   uint32_t eval_batch_size = 1000;
+  uint64_t eval_interval_samples = 0;  // > 0: snapshots may be asked for (trainer/snapshot_worker.h)
   std::chrono::milliseconds progress_interval{1000};
   std::chrono::milliseconds request_timeout{120000};
   std::string data_token;  // the routing id of its sockets to the servers (JoinAccepted)

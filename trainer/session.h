@@ -61,6 +61,8 @@ class Trainer::Session {
   // The job's model with its initial weights on `device`: a built-in one built with the job's
   // seed, or the TorchScript file (checked against the scheduler's checksum).
   Result<std::shared_ptr<Model>> LoadModel(torch::Device device);
+  // A second model like model_, on `device`, for the snapshot worker (eval_interval_samples).
+  Result<std::shared_ptr<Model>> BuildModelCopy(torch::Device device);
   // Where this machine's copy of the job's TorchScript file is: --model-file, else the path the
   // scheduler names, either checked against the scheduler's checksum; when neither was given nor
   // exists, the copy fetched from the scheduler (FetchModelFile).

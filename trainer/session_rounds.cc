@@ -163,6 +163,7 @@ void Trainer::Session::NoteRoundWeights() {
 
 Status Trainer::Session::HandleControlInRound() {
   HETPS_RETURN_IF_ERROR(control_->Check());
+  HETPS_RETURN_IF_ERROR(evaluator_->SendFinished());
   while (control_->paused() == 0) {
     auto message = control_->TakeInbox();
     if (!message) break;

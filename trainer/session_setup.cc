@@ -128,8 +128,14 @@ Status Trainer::Session::Setup() {
   eval_options.batch_size = job_.eval_batch_size;
   eval_options.model_name = ModelName();
   eval_options.loss = job_.loss;
+  std::shared_ptr<Model> snapshot_model;
+  // MPS: the copy evaluates on the CPU, which training leaves nearly idle there.
+  const torch::Device snapshot_device = device_.is_mps() ? torch::Device(torch::kCPU) : device_;
+  if (job_.eval_interval_samples > 0) {
+    HETPS_ASSIGN_OR_RETURN(snapshot_model, BuildModelCopy(snapshot_device));
+  }
   evaluator_ = std::make_unique<Evaluator>(*model_, *buffers_, *client_, *control_, sender_, test_, device_,
-                                           eval_options);
+                                           eval_options, std::move(snapshot_model), snapshot_device);
   sampler_ = std::make_unique<ChunkSampler>(control_.get(), &sender_, job_.train_samples, job_.seed,
                                             job_.request_timeout);
   if (train_.is_tokens()) {
@@ -145,7 +151,8 @@ Status Trainer::Session::Setup() {
       return fetcher->EnsureChunk(epoch, indices, count);
     });
   }
-  position_ = std::make_unique<DataPositionReporter>(control_.get(), &sender_, HasRounds(job_.mode, job_.diloco));
+  position_ =
+      std::make_unique<DataPositionReporter>(control_.get(), &sender_, HasRounds(job_.mode, job_.diloco));
 
   // Every trainer offers its (identically seeded) weights; the servers keep the first offer.
   HETPS_ASSIGN_OR_RETURN(HostTensors initial, buffers_->HostWeights());
@@ -316,6 +323,19 @@ Result<std::shared_ptr<Model>> Trainer::Session::LoadModel(torch::Device device)
   }
   HETPS_ASSIGN_OR_RETURN(model_path_, FindModelFile());
   return LoadTorchScriptModel(model_path_, device);
+}
+
+Result<std::shared_ptr<Model>> Trainer::Session::BuildModelCopy(torch::Device device) {
+  // The file loaded already, not fetched again.
+  auto copy = job_.model_file.empty() ? LoadModel(torch::kCPU) : LoadTorchScriptModel(model_path_, device);
+  if (!copy.ok()) return copy.status().WithContext("the copy of the model that evaluates snapshots");
+  try {
+    (*copy)->to(device);
+  } catch (const c10::Error& e) {
+    return Status::Internal("moving the copy of model " + ModelName() + " that evaluates snapshots to " +
+                            DeviceDescription(device) + ": " + e.what_without_backtrace());
+  }
+  return *copy;
 }
 
 Status Trainer::Session::BuildModelOnDevice() {

@@ -238,6 +238,7 @@ TrainerPosition Trainer::Session::Position() const {
 
 Status Trainer::Session::HandleControl() {
   HETPS_RETURN_IF_ERROR(control_->Check());
+  HETPS_RETURN_IF_ERROR(evaluator_->SendFinished());
   // After a Pause the inbox is left to Recover(), which looks for the Resume in it.
   // Messages a diloco round kept for its end first, in the order they came.
   for (Message& message : std::exchange(deferred_, {})) HETPS_RETURN_IF_ERROR(HandleMessage(message));
@@ -256,7 +257,9 @@ Status Trainer::Session::HandleMessage(const Message& message) {
   switch (message.kind()) {
     case wire::Body::EvalRequest: {
       HETPS_RETURN_IF_ERROR(Drain());  // the evaluation pulls: no step may still be travelling
-      auto version = evaluator_->Handle(*message.body<wire::EvalRequest>(), clock_);
+      const wire::EvalRequest& request = *message.body<wire::EvalRequest>();
+      if (request.snapshot() > 0) return evaluator_->TakeSnapshot(request, clock_);
+      auto version = evaluator_->Evaluate(request, clock_);
       if (!version.ok()) return version.status();
       weight_version_ = *version;
       break;

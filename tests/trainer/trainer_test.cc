@@ -180,7 +180,7 @@ CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the globa
   CATCH_CHECK(slow_share < 0.3);
 
   // Periodic evaluations: snapshots taken as the samples passed each multiple of 8000, evaluated
-  // on the whole test set before the final evaluation.
+  // on the whole test set beside training: the first is reported before the last trainer is done.
   std::vector<Evaluation> periodic;
   for (const Evaluation& e : summary.evaluations) {
     if (e.snapshot > 0) periodic.push_back(e);
@@ -192,7 +192,13 @@ CATCH_TEST_CASE("Balanced sync gives a slow trainer a smaller share of the globa
     CATCH_CHECK(periodic[i].test_accuracy > 0.3);
     CATCH_CHECK(periodic[i].samples_trained >= periodic[i].snapshot * 8000);
     if (i > 0) CATCH_CHECK(periodic[i].samples_trained > periodic[i - 1].samples_trained);
+    CATCH_CHECK(periodic[i].evaluated_seconds >= periodic[i].wall_seconds);
   }
+  CATCH_REQUIRE(!periodic.empty());
+  CATCH_INFO("first snapshot taken at " << periodic[0].wall_seconds << " s, reported at "
+                                        << periodic[0].evaluated_seconds << " s; training ended at "
+                                        << summary.train_seconds << " s");
+  CATCH_CHECK(periodic[0].evaluated_seconds < summary.train_seconds);
 }
 
 CATCH_TEST_CASE("Balanced sync shares converge to the trainers' speed ratio within 15%",
